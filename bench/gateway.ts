@@ -1,0 +1,472 @@
+// What the model gateway adds on top of its upstream. Three processes, so that nothing shares an event
+// loop: the loopback OpenAI upstream (bench/upstream.ts), the server as an operator runs it
+// (server/main.ts: production mode, PGlite, request validation, API-key auth, rate limit and quota
+// guards, usage metering, request logs at info; BENCH_SERVER_ENV='{"NAME":"value"}' adds settings, such
+// as DATABASE_URL), and a bare node:http pass-through proxy
+// (bench/passthrough-proxy.ts). autocannon, in this process, drives POST /v1/chat/completions against
+// each of the upstream directly, the proxy and the server, at concurrency 1, 16 and 64, in the same run.
+// Latencies are taken per response at sub-millisecond resolution (autocannon's own histogram rounds to
+// whole milliseconds). Streaming is probed one request at a time: time to the first content chunk and
+// the gap between chunks, directly and through the server. With --profile, a second pass takes a V8 CPU
+// profile of the warmed-up server under load and reports where its CPU time goes per request.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { Agent, request } from 'node:http';
+import { createServer as createNetServer, type AddressInfo } from 'node:net';
+import { createRequire } from 'node:module';
+import { cpus, tmpdir } from 'node:os';
+import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { fileURLToPath } from 'node:url';
+import type { BenchOptions, BenchSection } from './run.ts';
+
+interface AutocannonResult {
+  duration: number;
+  errors: number;
+  timeouts: number;
+  non2xx: number;
+}
+interface AutocannonInstance extends PromiseLike<AutocannonResult> {
+  on(event: 'response', listener: (client: unknown, status: number, bytes: number, ms: number) => void): void;
+}
+type Autocannon = (options: {
+  url: string;
+  method: 'POST';
+  headers: Record<string, string>;
+  body: string;
+  connections: number;
+  duration: number;
+}) => AutocannonInstance;
+
+// autocannon ships CommonJS without types; this is the part of it used here.
+const autocannon = createRequire(import.meta.url)('autocannon') as Autocannon;
+
+const root = fileURLToPath(new URL('../', import.meta.url));
+const CONCURRENCIES = [1, 16, 64];
+const STREAM_ITERATIONS = 200;
+const PROFILE_CONCURRENCY = Number(process.env.BENCH_PROFILE_CONCURRENCY ?? 16);
+/** More environment for the server under test, e.g. `BENCH_SERVER_ENV='{"DATABASE_URL":"postgres://…"}'`. */
+const extraServerEnv = JSON.parse(process.env.BENCH_SERVER_ENV ?? '{}') as Record<string, string>;
+const UPSTREAM_CHUNK_GAP_MS = 2;
+const CHAT_BODY = JSON.stringify({ model: 'gpt-bench', messages: [{ role: 'user', content: 'Hello, benchmark. How much does the gateway add?' }] });
+const STREAM_BODY = JSON.stringify({
+  model: 'gpt-bench',
+  stream: true,
+  messages: [{ role: 'user', content: Array.from({ length: 20 }, (_, i) => `token${i}`).join(' ') }],
+});
+
+interface Proc {
+  child: ChildProcess;
+  url: string;
+  /** Resolves at the next output line that `match` accepts. */
+  waitForLine(match: (line: string) => boolean): Promise<string>;
+  stop(): Promise<void>;
+}
+
+/** Starts a child and waits until it is ready: a line that tells its URL, or a promise of it. Other output is dropped unless waited for. */
+async function startChild(args: string[], env: Record<string, string>, ready: ((line: string) => string | undefined) | Promise<string>): Promise<Proc> {
+  const child = spawn(process.execPath, args, { cwd: root, env: { PATH: process.env.PATH ?? '', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  const waiters = new Set<{ match: (line: string) => boolean; resolve: (line: string) => void }>();
+  let buffer = '';
+  const onData = (chunk: Buffer) => {
+    if (waiters.size === 0) return;
+    buffer += chunk.toString();
+    const lines = buffer.split('\n');
+    buffer = lines.pop() ?? '';
+    for (const line of lines) {
+      for (const waiter of waiters) {
+        if (!waiter.match(line)) continue;
+        waiters.delete(waiter);
+        waiter.resolve(line);
+      }
+    }
+  };
+  child.stdout!.on('data', onData);
+  child.stderr!.on('data', onData);
+  const waitForLine = (match: (line: string) => boolean) =>
+    new Promise<string>((resolve, reject) => {
+      waiters.add({ match, resolve });
+      child.once('exit', (code) => reject(new Error(`${args.join(' ')} exited with ${code}`)));
+    });
+  const exitedEarly = new Promise<never>((_, reject) => child.once('exit', (code) => reject(new Error(`${args.join(' ')} exited with ${code} before it was ready`))));
+  const url = await Promise.race([typeof ready === 'function' ? waitForLine((line) => ready(line) !== undefined).then((line) => ready(line)!) : ready, exitedEarly]);
+  return {
+    child,
+    url,
+    waitForLine,
+    async stop() {
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
+      await exited;
+    },
+  };
+}
+
+const printedUrl = (line: string) => (line.startsWith('{"url"') ? (JSON.parse(line) as { url: string }).url : undefined);
+
+async function freePort(): Promise<number> {
+  const probe = createNetServer();
+  await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve));
+  const { port } = probe.address() as AddressInfo;
+  await new Promise((resolve) => probe.close(resolve));
+  return port;
+}
+
+/** Starts server/main.ts on a free port and waits until /health answers (whatever LOG_LEVEL says). */
+async function startServer(env: Record<string, string>, nodeArgs: string[] = []): Promise<Proc> {
+  const port = await freePort();
+  const url = `http://127.0.0.1:${port}`;
+  const health = (async () => {
+    for (;;) {
+      try {
+        if ((await fetch(`${url}/health`)).ok) return;
+      } catch {
+        // not listening yet
+      }
+      await sleep(100);
+    }
+  })();
+  return startChild([...nodeArgs, 'server/main.ts'], { ...env, PORT: String(port) }, health.then(() => url));
+}
+
+async function createKey(env: Record<string, string>): Promise<string> {
+  const child = spawn(process.execPath, ['scripts/create-key.ts', '--email', 'bench@example.com', '--name', 'bench'], {
+    cwd: root,
+    env: { PATH: process.env.PATH ?? '', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  child.stdout.on('data', (chunk: Buffer) => (out += chunk.toString()));
+  const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
+  if (code !== 0) throw new Error(`create-key exited with ${code}`);
+  return out.trim();
+}
+
+function percentile(sorted: number[], p: number): number {
+  if (sorted.length === 0) return Number.NaN;
+  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))]!;
+}
+
+interface LoadFigures {
+  /** Successful responses. */
+  completed: number;
+  rps: number;
+  p50: number;
+  p99: number;
+  failed: number;
+}
+
+async function load(url: string, headers: Record<string, string>, connections: number, duration: number): Promise<LoadFigures> {
+  const latencies: number[] = [];
+  let failed = 0;
+  const instance = autocannon({ url, method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: CHAT_BODY, connections, duration });
+  instance.on('response', (_client, status, _bytes, ms) => {
+    if (status >= 200 && status < 300) latencies.push(ms);
+    else failed++;
+  });
+  const result = await instance;
+  latencies.sort((a, b) => a - b);
+  return { completed: latencies.length, rps: latencies.length / result.duration, p50: percentile(latencies, 50), p99: percentile(latencies, 99), failed: failed + result.errors + result.timeouts };
+}
+
+interface StreamFigures {
+  ttftP50: number;
+  gapP50: number;
+  gapP99: number;
+}
+
+/** Sequential streamed requests: time to the first content chunk, and the gaps between content chunks. */
+async function probeStreams(url: string, headers: Record<string, string>, iterations: number): Promise<StreamFigures> {
+  const agent = new Agent({ keepAlive: true, maxSockets: 1 });
+  const ttfts: number[] = [];
+  const gaps: number[] = [];
+  for (let i = 0; i < iterations; i++) {
+    const start = performance.now();
+    await new Promise<void>((resolve, reject) => {
+      const req = request(url, { method: 'POST', agent, headers: { 'content-type': 'application/json', ...headers } }, (res) => {
+        let buffer = '';
+        let last: number | undefined;
+        res.setEncoding('utf8');
+        res.on('data', (text: string) => {
+          const now = performance.now();
+          buffer += text;
+          const events = buffer.split('\n\n');
+          buffer = events.pop() ?? '';
+          for (const event of events) {
+            const data = event.replace(/^data: /, '');
+            if (data === '[DONE]' || !data.includes('"content":"')) continue;
+            const content = (JSON.parse(data) as { choices: { delta: { content?: string } }[] }).choices[0]?.delta.content;
+            if (!content) continue;
+            if (last === undefined) ttfts.push(now - start);
+            else gaps.push(now - last);
+            last = now;
+          }
+        });
+        res.on('end', () => (res.statusCode === 200 ? resolve() : reject(new Error(`stream answered ${res.statusCode}`))));
+        res.on('error', reject);
+      });
+      req.on('error', reject);
+      req.end(STREAM_BODY);
+    });
+  }
+  agent.destroy();
+  ttfts.sort((a, b) => a - b);
+  gaps.sort((a, b) => a - b);
+  return { ttftP50: percentile(ttfts, 50), gapP50: percentile(gaps, 50), gapP99: percentile(gaps, 99) };
+}
+
+/** The resident set now and at its peak, in MB, from /proc (Linux). */
+function rssMb(pid: number | undefined): { now: number; peak: number } {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  const mb = (field: string) => Math.round(Number(new RegExp(`${field}:\\s+(\\d+)`).exec(status)?.[1]) / 102.4) / 10;
+  return { now: mb('VmRSS'), peak: mb('VmHWM') };
+}
+
+/** Starts the peak over, so that it tells the run rather than start-up; false where the kernel does not allow it. */
+function resetPeakRss(pid: number | undefined): boolean {
+  try {
+    writeFileSync(`/proc/${pid}/clear_refs`, '5');
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+interface ProfileNode {
+  id: number;
+  callFrame: { functionName: string; url: string; lineNumber: number };
+  children?: number[];
+}
+interface CpuProfile {
+  nodes: ProfileNode[];
+  samples: number[];
+  startTime: number;
+  endTime: number;
+}
+
+/** Where a frame's code lives: a package, a file of ours, a part of Node, or V8 itself. */
+function areaOf(url: string, functionName: string): string {
+  if (!url) return functionName || '(native)';
+  if (url.startsWith('node:')) return url.replace(/^node:(internal\/)?/, 'node:').split('/').slice(0, 2).join('/');
+  const packageMatch = /node_modules\/((?:@[^/]+\/)?[^/]+)/.exec(url);
+  if (packageMatch) return packageMatch[1]!;
+  return url.replace(/^file:\/\//, '').replace(root, '');
+}
+
+function summariseProfile(profile: CpuProfile, requests: number) {
+  const perNode = new Map<number, number>();
+  for (const id of profile.samples) perNode.set(id, (perNode.get(id) ?? 0) + 1);
+  const sampleUs = (profile.endTime - profile.startTime) / profile.samples.length;
+  const byFunction = new Map<string, number>();
+  const byArea = new Map<string, number>();
+  let busy = 0;
+  for (const node of profile.nodes) {
+    const count = perNode.get(node.id) ?? 0;
+    if (count === 0 || node.callFrame.functionName === '(idle)') continue;
+    const micros = count * sampleUs;
+    busy += micros;
+    const { functionName, url, lineNumber } = node.callFrame;
+    const area = areaOf(url, functionName);
+    const name = `${functionName || '(anonymous)'} ${url ? `${area}:${lineNumber + 1}` : ''}`.trim();
+    byFunction.set(name, (byFunction.get(name) ?? 0) + micros);
+    byArea.set(area, (byArea.get(area) ?? 0) + micros);
+  }
+  // Inclusive time: a function's own samples and its callees', each sample counted once per function even
+  // when the function recurses.
+  const byId = new Map(profile.nodes.map((node) => [node.id, node]));
+  const inclusive = new Map<string, number>();
+  const onStack = new Map<string, number>();
+  const rootNode = profile.nodes[0]!;
+  const visit = (node: ProfileNode): void => {
+    const { functionName, url, lineNumber } = node.callFrame;
+    const name = `${functionName || '(anonymous)'} ${url ? `${areaOf(url, functionName)}:${lineNumber + 1}` : ''}`.trim();
+    onStack.set(name, (onStack.get(name) ?? 0) + 1);
+    const micros = node.callFrame.functionName === '(idle)' ? 0 : (perNode.get(node.id) ?? 0) * sampleUs;
+    for (const [key, depth] of onStack) if (depth > 0 && micros > 0) inclusive.set(key, (inclusive.get(key) ?? 0) + micros);
+    for (const child of node.children ?? []) visit(byId.get(child)!);
+    onStack.set(name, onStack.get(name)! - 1);
+  };
+  visit(rootNode);
+  inclusive.delete('(root)');
+  const top = (map: Map<string, number>, n: number) =>
+    [...map.entries()]
+      .sort((a, b) => b[1] - a[1])
+      .slice(0, n)
+      .map(([name, micros]) => ({ name, share: micros / busy, microsPerRequest: micros / requests }));
+  return { requests, windowMs: (profile.endTime - profile.startTime) / 1000, busyMs: busy / 1000, cpuMicrosPerRequest: busy / requests, areas: top(byArea, 15), functions: top(byFunction, 20), inclusive: top(inclusive, 40) };
+}
+
+function table(headers: string[], rows: (string | number)[][]): string {
+  const cells = [headers, ...rows.map((row) => row.map(String))];
+  const widths = headers.map((_, i) => Math.max(...cells.map((row) => row[i]!.length)));
+  const line = (row: string[]) => row.map((cell, i) => (i === 0 ? cell.padEnd(widths[i]!) : cell.padStart(widths[i]!))).join('  ');
+  return [line(cells[0]!), widths.map((w) => '-'.repeat(w)).join('  '), ...cells.slice(1).map(line)].join('\n');
+}
+
+const ms = (value: number) => value.toFixed(3);
+
+async function run(options: BenchOptions) {
+  const duration = options.durationSeconds;
+  const dataDir = mkdtempSync(path.join(tmpdir(), 'oaa-bench-'));
+  const plansFile = path.join(dataDir, 'plans.yaml');
+  // A plan whose limits are counted and checked on every request, as in production, but never reached.
+  writeFileSync(
+    plansFile,
+    [
+      'plans:',
+      '  - id: bench',
+      '    limits: { requests_per_minute: 100000000, tokens_per_month: 1000000000000000, runs_per_day: null, agents: null, teams: null, knowledge_documents: null, knowledge_bytes: null }',
+    ].join('\n'),
+  );
+  const procs: Proc[] = [];
+  try {
+    const upstream = await startChild(['bench/upstream.ts', '--chunk-gap-ms', String(UPSTREAM_CHUNK_GAP_MS)], {}, printedUrl);
+    procs.push(upstream);
+    const upstreamOrigin = upstream.url.replace(/\/v1$/, '');
+    const proxy = await startChild(['bench/passthrough-proxy.ts', upstreamOrigin], {}, printedUrl);
+    procs.push(proxy);
+    const serverEnv = { NODE_ENV: 'production', DATA_DIR: dataDir, OPENAI_BASE_URL: upstream.url, PLANS_FILE: plansFile, ...extraServerEnv };
+    const apiKey = await createKey(serverEnv);
+    let server = await startServer(serverEnv);
+    procs.push(server);
+    const startupRss = rssMb(server.child.pid);
+    const peakIsForTheRun = resetPeakRss(server.child.pid);
+
+    const targets: { name: 'direct' | 'proxy' | 'server'; url: string; headers: Record<string, string> }[] = [
+      { name: 'direct', url: `${upstream.url}/chat/completions`, headers: {} },
+      { name: 'proxy', url: `${proxy.url}/v1/chat/completions`, headers: {} },
+      { name: 'server', url: `${server.url}/v1/chat/completions`, headers: { authorization: `Bearer ${apiKey}` } },
+    ];
+    for (const target of targets) await load(target.url, target.headers, 16, 2);
+
+    const runs: { concurrency: number; direct: LoadFigures; proxy: LoadFigures; server: LoadFigures }[] = [];
+    for (const concurrency of CONCURRENCIES) {
+      const figures = {} as Record<'direct' | 'proxy' | 'server', LoadFigures>;
+      for (const target of targets) figures[target.name] = await load(target.url, target.headers, concurrency, duration);
+      runs.push({ concurrency, ...figures });
+    }
+
+    const streamDirect = await probeStreams(`${upstream.url}/chat/completions`, {}, STREAM_ITERATIONS);
+    const streamServer = await probeStreams(`${server.url}/v1/chat/completions`, { authorization: `Bearer ${apiKey}` }, STREAM_ITERATIONS);
+    const rss = rssMb(server.child.pid);
+    await server.stop();
+
+    let profile: ReturnType<typeof summariseProfile> | undefined;
+    if (options.profile) {
+      // Warm up first, then profile only the steady state (see bench/cpu-profile-hook.ts).
+      const profileFile = path.join(dataDir, 'server.cpuprofile');
+      server = await startServer({ ...serverEnv, CPU_PROFILE_FILE: profileFile }, ['--import', './bench/cpu-profile-hook.ts']);
+      procs.push(server);
+      const target = `${server.url}/v1/chat/completions`;
+      await load(target, { authorization: `Bearer ${apiKey}` }, 16, 2);
+      server.child.kill('SIGUSR2');
+      const profiled = await load(target, { authorization: `Bearer ${apiKey}` }, PROFILE_CONCURRENCY, duration);
+      const written = server.waitForLine((line) => line.includes('cpu profile written'));
+      server.child.kill('SIGUSR2');
+      await written;
+      await server.stop();
+      profile = summariseProfile(JSON.parse(readFileSync(profileFile, 'utf8')) as CpuProfile, profiled.completed);
+    }
+
+    const c1 = runs.find((r) => r.concurrency === 1)!;
+    const c64 = runs.find((r) => r.concurrency === 64)!;
+    const addedP50AtC1 = c1.server.p50 - c1.direct.p50;
+    const rpsRatioAtC64 = c64.server.rps / c64.proxy.rps;
+    const json = {
+      section: 'gateway',
+      at: new Date().toISOString(),
+      machine: { cpus: cpus().length, cpu: cpus()[0]?.model, node: process.version },
+      setup: {
+        durationSeconds: duration,
+        upstreamChunkGapMs: UPSTREAM_CHUNK_GAP_MS,
+        streamIterations: STREAM_ITERATIONS,
+        serverEnv: Object.fromEntries(Object.entries(serverEnv).filter(([name]) => !['DATA_DIR', 'OPENAI_BASE_URL', 'PLANS_FILE'].includes(name))),
+      },
+      runs: runs.map((r) => ({
+        ...r,
+        added: { p50Ms: r.server.p50 - r.direct.p50, p99Ms: r.server.p99 - r.direct.p99 },
+        serverToProxyRps: r.server.rps / r.proxy.rps,
+      })),
+      streaming: {
+        direct: streamDirect,
+        server: streamServer,
+        addedTtftMs: streamServer.ttftP50 - streamDirect.ttftP50,
+        addedGapP50Ms: streamServer.gapP50 - streamDirect.gapP50,
+        addedGapP99Ms: streamServer.gapP99 - streamDirect.gapP99,
+      },
+      serverRssMb: { afterStartup: startupRss.now, startupPeak: startupRss.peak, peakUnderLoad: peakIsForTheRun ? rss.peak : null, atEnd: rss.now },
+      targets: {
+        addedP50AtC1Ms: { value: addedP50AtC1, target: '< 1', met: addedP50AtC1 < 1 },
+        serverToProxyRpsAtC64: { value: rpsRatioAtC64, target: '>= 0.5', met: rpsRatioAtC64 >= 0.5 },
+      },
+      ...(profile ? { profile } : {}),
+    };
+
+    const lines = [
+      table(
+        ['concurrency', 'direct req/s', 'proxy req/s', 'server req/s', 'server/proxy', 'direct p50', 'proxy p50', 'server p50', 'added p50 ms', 'direct p99', 'proxy p99', 'server p99', 'added p99 ms', 'failed'],
+        json.runs.map((r) => [
+          r.concurrency,
+          r.direct.rps.toFixed(0),
+          r.proxy.rps.toFixed(0),
+          r.server.rps.toFixed(0),
+          r.serverToProxyRps.toFixed(2),
+          ms(r.direct.p50),
+          ms(r.proxy.p50),
+          ms(r.server.p50),
+          ms(r.added.p50Ms),
+          ms(r.direct.p99),
+          ms(r.proxy.p99),
+          ms(r.server.p99),
+          ms(r.added.p99Ms),
+          r.direct.failed + r.proxy.failed + r.server.failed,
+        ]),
+      ),
+      '',
+      table(
+        ['streaming (c=1)', 'ttft p50 ms', 'gap p50 ms', 'gap p99 ms'],
+        [
+          ['direct', ms(streamDirect.ttftP50), ms(streamDirect.gapP50), ms(streamDirect.gapP99)],
+          ['server', ms(streamServer.ttftP50), ms(streamServer.gapP50), ms(streamServer.gapP99)],
+          ['added', ms(json.streaming.addedTtftMs), ms(json.streaming.addedGapP50Ms), ms(json.streaming.addedGapP99Ms)],
+        ],
+      ),
+      '',
+      `server RSS: ${startupRss.now} MB after start-up (peak ${startupRss.peak} MB while starting), ` +
+        (peakIsForTheRun ? `peak ${rss.peak} MB under load` : `peak ${rss.peak} MB including start-up`),
+      `target: added p50 at c=1 < 1 ms: ${ms(addedP50AtC1)} ms, ${json.targets.addedP50AtC1Ms.met ? 'met' : 'NOT met'}`,
+      `target: server >= 0.5 x proxy req/s at c=64: ${rpsRatioAtC64.toFixed(2)}, ${json.targets.serverToProxyRpsAtC64.met ? 'met' : 'NOT met'}`,
+    ];
+    if (profile) {
+      lines.push(
+        '',
+        `CPU profile of the server at c=${PROFILE_CONCURRENCY}: ${profile.cpuMicrosPerRequest.toFixed(0)} µs of CPU per request`,
+        table(
+          ['where', 'share', 'µs/request'],
+          profile.areas.map((area) => [area.name, `${(area.share * 100).toFixed(1)}%`, area.microsPerRequest.toFixed(1)]),
+        ),
+        '',
+        table(
+          ['function (self time)', 'share', 'µs/request'],
+          profile.functions.map((fn) => [fn.name, `${(fn.share * 100).toFixed(1)}%`, fn.microsPerRequest.toFixed(1)]),
+        ),
+        '',
+        table(
+          ['function (with its callees)', 'share', 'µs/request'],
+          profile.inclusive.map((fn) => [fn.name, `${(fn.share * 100).toFixed(1)}%`, fn.microsPerRequest.toFixed(1)]),
+        ),
+      );
+    }
+    return { report: lines.join('\n'), json };
+  } finally {
+    for (const proc of procs.reverse()) await proc.stop();
+    rmSync(dataDir, { recursive: true, force: true });
+  }
+}
+
+export const section: BenchSection = {
+  name: 'gateway',
+  description:
+    'Model gateway overhead: POST /v1/chat/completions directly to a loopback OpenAI upstream, through a bare pass-through proxy, and through the server (production mode, PGlite unless BENCH_SERVER_ENV says otherwise, request validation, API-key auth, rate limit and quota guards, usage metering, request logs), each in its own process.',
+  run,
+};

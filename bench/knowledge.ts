@@ -1,0 +1,288 @@
+// Knowledge on PGlite: ingestion throughput through the service (chunking, the local embedder, inserts
+// with the HNSW and GIN indexes in place), search latency per mode at growing corpus sizes, and recall@10
+// of the HNSW index against an exact scan of the same query. Prints a table and writes JSON to
+// bench/results/; asserts nothing.
+//
+//   node bench/knowledge.ts                         (or: npm run bench -- knowledge)
+//   node bench/knowledge.ts --sizes 10000,100000 --queries 200 --documents 100
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import { pino } from 'pino';
+import { loadConfig } from '../server/config.ts';
+import { findOrCreateUser } from '../server/identity/users.ts';
+import { createKnowledge, type Knowledge, type SearchMode } from '../server/knowledge/service.ts';
+import { vectorLiteral, vectorSearch } from '../server/knowledge/search.ts';
+import { embedText } from '../server/models/local.ts';
+import { createModelGateway } from '../server/models/providers.ts';
+import type { Db } from '../server/store/db.ts';
+import { newId } from '../server/store/ids.ts';
+import { createPgliteDatabase } from '../server/testing/database.ts';
+import { createUsageMeter } from '../server/usage/meter.ts';
+
+const { values } = parseArgs({
+  options: {
+    sizes: { type: 'string', default: '10000,100000' },
+    queries: { type: 'string', default: '200' },
+    documents: { type: 'string', default: '150' },
+  },
+});
+const sizes = values.sizes.split(',').map(Number).sort((a, b) => a - b);
+const queryCount = Number(values.queries);
+const documentCount = Number(values.documents);
+
+const DIMENSIONS = 256;
+const COLLECTION = 'bench';
+
+// Deterministic text with the shape of a real corpus: made-up words drawn with a Zipf distribution (as
+// words are in real text, so keyword search meets both common and rare terms), and passages about topics,
+// each topic with its own words, so that embeddings cluster as real ones do. Uniformly random text would
+// have no near neighbours at all, which no real corpus is like.
+function random(seed: number): () => number {
+  let state = seed >>> 0;
+  return () => {
+    state = (state + 0x6d2b79f5) >>> 0;
+    let t = state;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+const syllables = 'ka lo mi ne ru sa ti vo pe da gu fi ho ja be zo wa ce ly xu'.split(' ');
+const vocabulary = syllables.flatMap((a) => syllables.flatMap((b) => syllables.map((c) => a + b + c)));
+const cumulative: number[] = [];
+vocabulary.reduce((sum, _, rank) => {
+  const next = sum + 1 / (rank + 1) ** 1.07;
+  cumulative.push(next);
+  return next;
+}, 0);
+const rng = random(42);
+function word(): string {
+  const target = rng() * cumulative[cumulative.length - 1]!;
+  let low = 0;
+  let high = cumulative.length - 1;
+  while (low < high) {
+    const mid = (low + high) >> 1;
+    if (cumulative[mid]! < target) low = mid + 1;
+    else high = mid;
+  }
+  return vocabulary[low]!;
+}
+const TOPICS = 1000;
+const topics = Array.from({ length: TOPICS }, () => Array.from({ length: 30 }, () => vocabulary[Math.floor(rng() * vocabulary.length)]!));
+const topicWord = (topic: number) => topics[topic]![Math.floor(rng() * 30)]!;
+const sentence = (topic: number) => `${Array.from({ length: 10 }, () => (rng() < 0.6 ? topicWord(topic) : word())).join(' ')}.`;
+const passage = (topic = Math.floor(rng() * TOPICS)) => Array.from({ length: 6 }, () => sentence(topic)).join(' ');
+const question = () => {
+  const topic = Math.floor(rng() * TOPICS);
+  return `${topicWord(topic)} ${topicWord(topic)} ${topicWord(topic)}`;
+};
+
+function percentile(sorted: number[], p: number): number {
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
+}
+
+const logger = pino({ level: 'silent' });
+const config = loadConfig({ LOG_LEVEL: 'silent', KNOWLEDGE_INLINE_MAX_BYTES: String(10 * 1024 * 1024) });
+const models = await createModelGateway(config.models, { logger, clock: Date.now });
+
+async function open(): Promise<{ db: Db; knowledge: Knowledge; userId: string }> {
+  const db = await createPgliteDatabase();
+  const usage = createUsageMeter(db, Date.now);
+  const knowledge = await createKnowledge({ db, models, usage, logger, clock: Date.now, config: config.knowledge });
+  const { user } = await findOrCreateUser(db, 'bench@example.com');
+  return { db, knowledge, userId: user.id };
+}
+
+// 1. Ingestion through the service, as POST /v1/knowledge/documents does it inline.
+async function ingestion() {
+  const { db, knowledge, userId } = await open();
+  const documents = Array.from({ length: documentCount }, (_, d) =>
+    Array.from({ length: 8 }, (_, s) => `## Section ${d}.${s}\n\n${passage()}\n\n${passage()}\n\n${passage()}`).join('\n\n'),
+  );
+  // The collection and its HNSW index exist before the clock starts.
+  await knowledge.addDocument(userId, { text: 'warm-up', contentType: 'text/markdown', collection: COLLECTION }, { apiKeyId: null });
+  let chunks = 0;
+  const start = performance.now();
+  for (const text of documents) {
+    const added = await knowledge.addDocument(userId, { text, contentType: 'text/markdown', collection: COLLECTION }, { apiKeyId: null });
+    chunks += added.document.chunk_count;
+  }
+  const seconds = (performance.now() - start) / 1000;
+  // The local embedder alone, to tell its share from the database's.
+  const texts = documents.slice(0, 10).flatMap((text) => text.split('\n\n'));
+  const embedStart = performance.now();
+  for (const text of texts) embedText(text);
+  const embedPerSecond = texts.length / ((performance.now() - embedStart) / 1000);
+  await knowledge.close();
+  await db.close();
+  return { documents: documentCount, chunks, seconds, chunksPerSecond: chunks / seconds, localEmbedderTextsPerSecond: embedPerSecond };
+}
+
+// 2. Search at each size. The corpus is bulk-loaded (rows inserted without the HNSW index, which is then
+// built once, as a bulk import would), because inserting 100k rows one index update at a time would
+// measure the loader rather than search.
+async function bulkLoad(db: Db, userId: string, from: number, to: number): Promise<void> {
+  const perDocument = 100;
+  for (let first = from; first < to; first += 1000) {
+    const count = Math.min(1000, to - first);
+    const texts = Array.from({ length: count }, () => passage());
+    const documentIds = Array.from({ length: Math.ceil(count / perDocument) }, () => newId('doc'));
+    await db.query(
+      `INSERT INTO knowledge_documents (id, user_id, collection, content_type, content, bytes, content_sha256, status, chunk_count, embedding_model)
+       SELECT id, $2, $3, 'text/markdown', '', 0, id, 'ready', $4, 'local-embedding' FROM unnest($1::text[]) AS t(id)`,
+      [documentIds, userId, COLLECTION, perDocument],
+    );
+    await db.query(
+      `INSERT INTO knowledge_chunks (id, document_id, user_id, collection, position, text, dimensions, embedding)
+       SELECT t.id, t.document_id, $1, $2, t.position, t.text, ${DIMENSIONS}, t.embedding::vector
+       FROM unnest($3::text[], $4::text[], $5::int[], $6::text[], $7::text[]) AS t(id, document_id, position, text, embedding)`,
+      [
+        userId,
+        COLLECTION,
+        texts.map(() => newId('chk')),
+        texts.map((_, i) => documentIds[Math.floor(i / perDocument)]!),
+        texts.map((_, i) => i % perDocument),
+        texts,
+        texts.map((text) => vectorLiteral(embedText(text, DIMENSIONS))),
+      ],
+    );
+  }
+}
+
+async function latencies(knowledge: Knowledge, userId: string, queries: string[], mode: SearchMode) {
+  for (const query of queries.slice(0, 20)) await knowledge.search(userId, { query, mode, top_k: 10 }, { apiKeyId: null });
+  const times: number[] = [];
+  for (const query of queries) {
+    const start = performance.now();
+    await knowledge.search(userId, { query, mode, top_k: 10 }, { apiKeyId: null });
+    times.push(performance.now() - start);
+  }
+  times.sort((a, b) => a - b);
+  return { p50: percentile(times, 50), p99: percentile(times, 99) };
+}
+
+const EF_SWEEP = [40, 100, 200, 400];
+
+/**
+ * Recall@10 of the HNSW index: its top 10 (the service's query, at each ef_search) against the exact top
+ * 10 of the same query with index scans off, which makes PostgreSQL compute every distance.
+ */
+async function recallAt10(db: Db, userId: string, queries: string[]) {
+  const scope = { userId, collections: [COLLECTION], filter: undefined };
+  const vectors = queries.map((query) => embedText(query, DIMENSIONS));
+  const exactStart = performance.now();
+  const truths: Set<string>[] = [];
+  for (const vector of vectors) {
+    const exact = await db.transaction(async (tx) => {
+      await tx.query("SELECT set_config('enable_indexscan', 'off', true), set_config('enable_bitmapscan', 'off', true)");
+      return vectorSearch(tx, scope, DIMENSIONS, vector, 10);
+    });
+    truths.push(new Set(exact.map((r) => r.id)));
+  }
+  const exactMs = (performance.now() - exactStart) / queries.length;
+  const byEf: Record<number, { recall: number; msPerQuery: number }> = {};
+  for (const ef of EF_SWEEP) {
+    let found = 0;
+    const start = performance.now();
+    for (const [i, vector] of vectors.entries()) {
+      const approximate = await db.transaction(async (tx) => {
+        await tx.query("SELECT set_config('hnsw.ef_search', $1, true), set_config('hnsw.iterative_scan', 'strict_order', true)", [String(ef)]);
+        return vectorSearch(tx, scope, DIMENSIONS, vector, 10);
+      });
+      found += approximate.filter((r) => truths[i]!.has(r.id)).length;
+    }
+    byEf[ef] = { recall: found / (queries.length * 10), msPerQuery: (performance.now() - start) / queries.length };
+  }
+  return { exactMsPerQuery: exactMs, byEf };
+}
+
+async function planOf(db: Db, userId: string): Promise<string> {
+  const rows = await db.query<{ 'QUERY PLAN': string }>(
+    `EXPLAIN SELECT c.id FROM knowledge_chunks c JOIN knowledge_documents d ON d.id = c.document_id
+     WHERE c.user_id = $1 AND c.collection = ANY($2::text[]) AND d.status = 'ready' AND c.dimensions = ${DIMENSIONS} AND c.embedding IS NOT NULL
+     ORDER BY c.embedding::vector(${DIMENSIONS}) <=> $3::vector(${DIMENSIONS}) LIMIT 10`,
+    [userId, [COLLECTION], vectorLiteral(embedText('kalomi nerusa', DIMENSIONS))],
+  );
+  return rows.map((row) => row['QUERY PLAN']).join('\n');
+}
+
+async function search() {
+  const { db, knowledge, userId } = await open();
+  // Makes the collection and its HNSW index; dropped during each bulk load and rebuilt after.
+  await knowledge.addDocument(userId, { text: 'warm-up', contentType: 'text/markdown', collection: COLLECTION }, { apiKeyId: null });
+  const indexName = `knowledge_chunks_embedding_${DIMENSIONS}_idx`;
+  const results = [];
+  let loaded = 1;
+  for (const size of sizes) {
+    await db.exec(`DROP INDEX IF EXISTS ${indexName}`);
+    const loadStart = performance.now();
+    await bulkLoad(db, userId, loaded, size);
+    const loadSeconds = (performance.now() - loadStart) / 1000;
+    loaded = size;
+    const indexStart = performance.now();
+    await db.exec(`SET maintenance_work_mem = '1GB'`);
+    await db.exec(
+      `CREATE INDEX ${indexName} ON knowledge_chunks USING hnsw ((embedding::vector(${DIMENSIONS})) vector_cosine_ops) WHERE dimensions = ${DIMENSIONS}`,
+    );
+    await db.exec('RESET maintenance_work_mem; ANALYZE');
+    const indexSeconds = (performance.now() - indexStart) / 1000;
+    const queries = Array.from({ length: queryCount }, question);
+    const modes = {} as Record<SearchMode, { p50: number; p99: number }>;
+    for (const mode of ['vector', 'keyword', 'hybrid'] as const) modes[mode] = await latencies(knowledge, userId, queries, mode);
+    const recall = await recallAt10(db, userId, queries.slice(0, Math.min(queryCount, 100)));
+    const plan = await planOf(db, userId);
+    results.push({
+      chunks: size,
+      bulkLoadSeconds: loadSeconds,
+      indexBuildSeconds: indexSeconds,
+      latencyMs: modes,
+      recallAt10: recall.byEf[config.knowledge.hnswEfSearch]?.recall ?? null,
+      recallByEfSearch: recall.byEf,
+      exactScanMsPerQuery: recall.exactMsPerQuery,
+      usesHnswIndex: plan.includes(indexName),
+      plan,
+    });
+    console.error(`  ${size} chunks measured`);
+  }
+  await knowledge.close();
+  await db.close();
+  return results;
+}
+
+console.error('knowledge: ingesting…');
+const ingest = await ingestion();
+console.error('knowledge: searching…');
+const searches = await search();
+
+const ms = (value: number) => value.toFixed(1);
+console.log(
+  `Ingestion (PGlite, local embedder, HNSW + GIN maintained): ${ingest.chunks} chunks from ${ingest.documents} documents in ` +
+    `${ingest.seconds.toFixed(1)} s = ${ingest.chunksPerSecond.toFixed(0)} chunks/s ` +
+    `(the local embedder alone: ${ingest.localEmbedderTextsPerSecond.toFixed(0)} texts/s)`,
+);
+console.table(
+  searches.map((row) => ({
+    chunks: row.chunks,
+    'vector p50/p99 ms': `${ms(row.latencyMs.vector.p50)} / ${ms(row.latencyMs.vector.p99)}`,
+    'keyword p50/p99 ms': `${ms(row.latencyMs.keyword.p50)} / ${ms(row.latencyMs.keyword.p99)}`,
+    'hybrid p50/p99 ms': `${ms(row.latencyMs.hybrid.p50)} / ${ms(row.latencyMs.hybrid.p99)}`,
+    [`recall@10 (ef ${config.knowledge.hnswEfSearch})`]: row.recallAt10?.toFixed(3),
+    'HNSW used': row.usesHnswIndex,
+    'bulk load s': row.bulkLoadSeconds.toFixed(0),
+    'index build s': row.indexBuildSeconds.toFixed(0),
+  })),
+);
+console.log('\nRecall@10 and time per raw vector query by hnsw.ef_search, against an exact scan:');
+console.table(
+  searches.map((row) => ({
+    chunks: row.chunks,
+    ...Object.fromEntries(Object.entries(row.recallByEfSearch).map(([ef, { recall, msPerQuery }]) => [`ef ${ef}`, `${recall.toFixed(3)} (${ms(msPerQuery)} ms)`])),
+    'exact scan': `1.000 (${ms(row.exactScanMsPerQuery)} ms)`,
+  })),
+);
+const resultsDir = fileURLToPath(new URL('./results/', import.meta.url));
+mkdirSync(resultsDir, { recursive: true });
+const file = `${resultsDir}knowledge-${new Date().toISOString().replaceAll(':', '-')}.json`;
+writeFileSync(file, `${JSON.stringify({ engine: 'pglite', queries: queryCount, ingestion: ingest, search: searches }, null, 2)}\n`);
+console.log(`\nFigures written to ${file}`);

@@ -1,0 +1,149 @@
+// Concurrent streaming agent runs on the local model: N clients (100, then 1,000) each open a chat stream
+// at once against a server in its own process; prints events per second, the delay between a stream's
+// events beyond the model's own pace, and the server's memory per open stream.
+import { readFileSync, mkdtempSync, rmSync } from 'node:fs';
+import { Agent, request } from 'node:http';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { unlimitedPlanEnv } from '../server/testing/plans.ts';
+import { runScript, startServerProcess } from '../test/e2e/server-process.ts';
+import type { BenchOptions, BenchResult, BenchSection } from './run.ts';
+
+const WORDS = 40;
+/** The local model's pause between words: streams stay open long enough to overlap. */
+const TOKEN_DELAY_MS = 20;
+const CONCURRENCY = [100, 1000];
+
+interface StreamFigures {
+  events: number;
+  gaps: number[];
+  ok: boolean;
+}
+
+function rssMb(pid: number): number {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  const kb = Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? 0);
+  return kb / 1024;
+}
+
+function percentile(values: number[], p: number): number {
+  if (values.length === 0) return 0;
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
+}
+
+/** Opens one chat stream and times the arrival of each of its events. */
+function openStream(url: string, agentId: string, apiKey: string, agent: Agent): Promise<StreamFigures> {
+  const body = JSON.stringify({ messages: [{ role: 'user', content: Array.from({ length: WORDS }, (_, i) => `word${i}`).join(' ') }] });
+  return new Promise((resolve) => {
+    const req = request(
+      `${url}/v1/agents/${agentId}/chat`,
+      {
+        method: 'POST',
+        agent,
+        headers: { Authorization: `Bearer ${apiKey}`, 'Content-Type': 'application/json', Accept: 'text/event-stream' },
+      },
+      (res) => {
+        const gaps: number[] = [];
+        let events = 0;
+        let last: number | undefined;
+        let buffer = '';
+        let terminal = false;
+        res.setEncoding('utf8');
+        res.on('data', (text: string) => {
+          const now = performance.now();
+          buffer += text;
+          const parts = buffer.split('\n\n');
+          buffer = parts.pop() ?? '';
+          for (const part of parts) {
+            if (!part.startsWith('id:')) continue;
+            events += 1;
+            if (part.includes('event: RunResponse') && part.includes('"delta"')) {
+              if (last !== undefined) gaps.push(now - last);
+              last = now;
+            }
+            if (part.includes('event: RunCompleted')) terminal = true;
+          }
+        });
+        res.on('end', () => resolve({ events, gaps, ok: res.statusCode === 200 && terminal }));
+        res.on('error', () => resolve({ events, gaps, ok: false }));
+      },
+    );
+    req.on('error', () => resolve({ events: 0, gaps: [], ok: false }));
+    req.end(body);
+  });
+}
+
+async function run(_options: BenchOptions): Promise<BenchResult> {
+  const dataDir = mkdtempSync(path.join(tmpdir(), 'oaa-bench-runs-'));
+  const env = {
+    NODE_ENV: 'production',
+    LOG_LEVEL: 'info',
+    DATA_DIR: dataDir,
+    LOCAL_MODEL_TOKEN_DELAY_MS: String(TOKEN_DELAY_MS),
+    ...unlimitedPlanEnv(),
+    ...(process.env.BENCH_NODE_OPTIONS ? { NODE_OPTIONS: process.env.BENCH_NODE_OPTIONS } : {}),
+  };
+  const apiKey = await runScript('scripts/create-key.ts', ['--email', 'bench-runs@example.com'], env);
+  const server = await startServerProcess(env);
+  const rows: { concurrency: number; completed: number; events: number; seconds: number; eventsPerSecond: number; gapP50: number; gapP99: number; addedP99: number; rssBaseMb: number; rssPeakMb: number; kbPerStream: number }[] = [];
+  try {
+    const created = await fetch(`${server.url}/v1/agents`, {
+      method: 'POST',
+      headers: { Authorization: `Bearer ${apiKey}`, 'Content-Type': 'application/json' },
+      body: JSON.stringify({ name: 'Bench', instructions: 'Echo.' }),
+    });
+    const agentId = ((await created.json()) as { id: string }).id;
+    const pid = server.child.pid!;
+    for (const concurrency of CONCURRENCY) {
+      const agent = new Agent({ keepAlive: false, maxSockets: Infinity });
+      const rssBase = rssMb(pid);
+      let rssPeak = rssBase;
+      const sampler = setInterval(() => (rssPeak = Math.max(rssPeak, rssMb(pid))), 50);
+      const start = performance.now();
+      const streams = await Promise.all(Array.from({ length: concurrency }, () => openStream(server.url, agentId, apiKey, agent)));
+      const seconds = (performance.now() - start) / 1000;
+      clearInterval(sampler);
+      agent.destroy();
+      const gaps = streams.flatMap((stream) => stream.gaps);
+      const events = streams.reduce((sum, stream) => sum + stream.events, 0);
+      rows.push({
+        concurrency,
+        completed: streams.filter((stream) => stream.ok).length,
+        events,
+        seconds: Number(seconds.toFixed(2)),
+        eventsPerSecond: Math.round(events / seconds),
+        gapP50: Number(percentile(gaps, 50).toFixed(1)),
+        gapP99: Number(percentile(gaps, 99).toFixed(1)),
+        addedP99: Number(Math.max(0, percentile(gaps, 99) - TOKEN_DELAY_MS).toFixed(1)),
+        rssBaseMb: Math.round(rssBase),
+        rssPeakMb: Math.round(rssPeak),
+        kbPerStream: Math.round(((rssPeak - rssBase) * 1024) / concurrency),
+      });
+      // Let the server settle between rounds.
+      await new Promise((resolve) => setTimeout(resolve, 2000));
+    }
+  } finally {
+    await server.kill('SIGTERM');
+    rmSync(dataDir, { recursive: true, force: true });
+  }
+  const header = ['streams', 'completed', 'events', 'seconds', 'events/s', 'gap p50 ms', 'gap p99 ms', 'added p99 ms', 'RSS base MB', 'RSS peak MB', 'KB per stream'];
+  const lines = rows.map((row) =>
+    [row.concurrency, row.completed, row.events, row.seconds, row.eventsPerSecond, row.gapP50, row.gapP99, row.addedP99, row.rssBaseMb, row.rssPeakMb, row.kbPerStream].join(' | '),
+  );
+  return {
+    report: [
+      `Streaming runs on the local model (${WORDS} words per reply, ${TOKEN_DELAY_MS} ms between words; server in production mode on PGlite)`,
+      `| ${header.join(' | ')} |`,
+      `| ${header.map(() => '---').join(' | ')} |`,
+      ...lines.map((line) => `| ${line} |`),
+    ].join('\n'),
+    json: { wordsPerReply: WORDS, tokenDelayMs: TOKEN_DELAY_MS, rows },
+  };
+}
+
+export const section: BenchSection = {
+  name: 'runs',
+  description: 'Concurrent streaming agent runs on the local model',
+  run,
+};

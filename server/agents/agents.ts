@@ -1,0 +1,200 @@
+// Agents: a model with instructions, generation settings and tools, owned by one user.
+import type { components } from '../../generated/openapi.gen.ts';
+import { ApiError, notFound } from '../http/errors.ts';
+import type { ModelGateway } from '../models/gateway.ts';
+import { one, type Queryable } from '../store/db.ts';
+import { newId } from '../store/ids.ts';
+import { cursorOf, limitOf, toPage, type Page, type PageRequest } from '../store/pagination.ts';
+import { serverToolNames } from '../tools/registry.ts';
+
+export type Agent = components['schemas']['Agent'];
+export type AgentCreate = components['schemas']['AgentCreate'];
+export type AgentUpdate = components['schemas']['AgentUpdate'];
+export type FunctionTool = components['schemas']['FunctionTool'];
+
+export const DEFAULT_MAX_STEPS = 10;
+export const DEFAULT_RUN_TIMEOUT_SECONDS = 300;
+
+interface AgentRow {
+  id: string;
+  user_id: string;
+  name: string;
+  description: string | null;
+  instructions: string | null;
+  model: string;
+  model_settings: Agent['model_settings'];
+  tools: FunctionTool[];
+  server_tools: Agent['server_tools'];
+  knowledge_collections: string[];
+  max_steps: number;
+  run_timeout_seconds: number;
+  metadata: Record<string, string>;
+  created_at: Date;
+  updated_at: Date;
+}
+
+const COLUMNS =
+  'id, user_id, name, description, instructions, model, model_settings, tools, server_tools, knowledge_collections, max_steps, run_timeout_seconds, metadata, created_at, updated_at';
+
+export function toAgent(row: AgentRow): Agent {
+  return {
+    id: row.id,
+    object: 'agent',
+    name: row.name,
+    description: row.description,
+    instructions: row.instructions,
+    model: row.model,
+    model_settings: row.model_settings,
+    tools: row.tools,
+    server_tools: row.server_tools,
+    knowledge_collections: row.knowledge_collections,
+    max_steps: row.max_steps,
+    run_timeout_seconds: row.run_timeout_seconds,
+    metadata: row.metadata,
+    created_at: row.created_at.toISOString(),
+    updated_at: row.updated_at.toISOString(),
+  };
+}
+
+/** Client-side tool names must be unique and must not shadow a server-side tool. */
+export function checkToolNames(tools: FunctionTool[], path: string): void {
+  const seen = new Set<string>();
+  tools.forEach((tool, index) => {
+    const name = tool.function.name;
+    if (serverToolNames.has(name)) {
+      throw new ApiError('invalid_request', `The tool name ${name} is taken by a server-side tool; rename yours.`, {
+        details: [{ path: `${path}/${index}/function/name`, message: 'reserved for a server-side tool' }],
+      });
+    }
+    if (seen.has(name)) {
+      throw new ApiError('invalid_request', `The tool name ${name} appears twice.`, {
+        details: [{ path: `${path}/${index}/function/name`, message: 'duplicate tool name' }],
+      });
+    }
+    seen.add(name);
+  });
+}
+
+export interface AgentStoreDeps {
+  db: Queryable;
+  models: ModelGateway;
+  knowledge: { missingCollections(userId: string, names: string[]): Promise<string[]> };
+}
+
+export function createAgentStore({ db, models, knowledge }: AgentStoreDeps) {
+  const checkCollections = async (userId: string, names: string[] | undefined) => {
+    const missing = names?.length ? await knowledge.missingCollections(userId, names) : [];
+    if (missing.length > 0) {
+      throw new ApiError('invalid_request', `No knowledge collection named ${missing.join(', ')}; add a document to it first.`, {
+        details: missing.map((name) => ({ path: `/body/knowledge_collections/${names!.indexOf(name)}`, message: 'unknown collection' })),
+      });
+    }
+  };
+
+  const checkModel = (model: string) => {
+    const spec = models.get(model);
+    if (!spec?.capabilities.includes('chat')) {
+      throw new ApiError('invalid_request', `The model ${model} is not a chat model of this server's catalog.`, {
+        details: [{ path: '/body/model', message: spec ? 'not a chat model' : 'unknown model' }],
+      });
+    }
+  };
+
+  const get = async (userId: string, agentId: string): Promise<Agent> => {
+    const row = await one<AgentRow>(db, `SELECT ${COLUMNS} FROM agents WHERE id = $1 AND user_id = $2`, [agentId, userId]);
+    if (!row) throw notFound('agent', agentId);
+    return toAgent(row);
+  };
+
+  return {
+    get,
+
+    async create(userId: string, input: AgentCreate): Promise<Agent> {
+      const model = input.model ?? models.defaults.chat;
+      checkModel(model);
+      checkToolNames(input.tools ?? [], '/body/tools');
+      await checkCollections(userId, input.knowledge_collections);
+      const row = await one<AgentRow>(
+        db,
+        `INSERT INTO agents (id, user_id, name, description, instructions, model, model_settings, tools, server_tools,
+                             knowledge_collections, max_steps, run_timeout_seconds, metadata)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) RETURNING ${COLUMNS}`,
+        [
+          newId('agt'),
+          userId,
+          input.name,
+          input.description ?? null,
+          input.instructions ?? null,
+          model,
+          JSON.stringify(input.model_settings ?? {}),
+          JSON.stringify(input.tools ?? []),
+          JSON.stringify(input.server_tools ?? []),
+          JSON.stringify(input.knowledge_collections ?? []),
+          input.max_steps ?? DEFAULT_MAX_STEPS,
+          input.run_timeout_seconds ?? DEFAULT_RUN_TIMEOUT_SECONDS,
+          JSON.stringify(input.metadata ?? {}),
+        ],
+      );
+      return toAgent(row!);
+    },
+
+    async list(userId: string, request: PageRequest): Promise<Page<Agent>> {
+      const limit = limitOf(request);
+      const rows = await db.query<AgentRow>(
+        `SELECT ${COLUMNS} FROM agents WHERE user_id = $1 AND ($2::text IS NULL OR id < $2) ORDER BY id DESC LIMIT $3`,
+        [userId, cursorOf(request, 'agt'), limit + 1],
+      );
+      return toPage(rows, limit, toAgent);
+    },
+
+    async update(userId: string, agentId: string, patch: AgentUpdate): Promise<Agent> {
+      if (patch.model !== undefined) checkModel(patch.model);
+      if (patch.tools !== undefined) checkToolNames(patch.tools, '/body/tools');
+      const current = await get(userId, agentId);
+      await checkCollections(userId, patch.knowledge_collections);
+      const next = { ...current, ...patch };
+      const row = await one<AgentRow>(
+        db,
+        `UPDATE agents SET name = $3, description = $4, instructions = $5, model = $6, model_settings = $7, tools = $8,
+                server_tools = $9, knowledge_collections = $10, max_steps = $11, run_timeout_seconds = $12, metadata = $13,
+                updated_at = now()
+         WHERE id = $1 AND user_id = $2 RETURNING ${COLUMNS}`,
+        [
+          agentId,
+          userId,
+          next.name,
+          next.description ?? null,
+          next.instructions ?? null,
+          next.model,
+          JSON.stringify(next.model_settings),
+          JSON.stringify(next.tools),
+          JSON.stringify(next.server_tools),
+          JSON.stringify(next.knowledge_collections),
+          next.max_steps,
+          next.run_timeout_seconds,
+          JSON.stringify(next.metadata),
+        ],
+      );
+      if (!row) throw notFound('agent', agentId);
+      return toAgent(row);
+    },
+
+    async remove(userId: string, agentId: string): Promise<void> {
+      const rows = await db.query('DELETE FROM agents WHERE id = $1 AND user_id = $2 RETURNING id', [agentId, userId]);
+      if (rows.length === 0) throw notFound('agent', agentId);
+    },
+
+    /** Every agent's id and creation time, for listing them as models. */
+    async all(userId: string): Promise<{ id: string; created_at: string }[]> {
+      const rows = await db.query<{ id: string; created_at: Date }>('SELECT id, created_at FROM agents WHERE user_id = $1 ORDER BY id DESC', [userId]);
+      return rows.map((row) => ({ id: row.id, created_at: row.created_at.toISOString() }));
+    },
+
+    async count(userId: string): Promise<number> {
+      const row = await one<{ n: number }>(db, 'SELECT count(*)::int AS n FROM agents WHERE user_id = $1', [userId]);
+      return row?.n ?? 0;
+    },
+  };
+}
+
+export type AgentStore = ReturnType<typeof createAgentStore>;

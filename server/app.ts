@@ -1,0 +1,132 @@
+// Builds the Express app from the handler map. Never listens; server/main.ts and the tests do.
+import { randomUUID } from 'node:crypto';
+import cors from 'cors';
+import express, { type Express, type RequestHandler } from 'express';
+import * as OpenApiValidator from 'express-openapi-validator';
+import helmet from 'helmet';
+import multer from 'multer';
+import { pinoHttp } from 'pino-http';
+import swaggerUi from 'swagger-ui-express';
+import { routes } from '../generated/server.gen.ts';
+import type { Config } from './config.ts';
+import { createStreamValidators, loadContract, type Contract } from './http/contract.ts';
+import { errorHandler, unmatchedRoute } from './http/error-handler.ts';
+import { ApiError } from './http/errors.ts';
+import { jsonBodyParser, mountOperations, type AppHandlers } from './http/operations.ts';
+import { buildHandlers } from './handlers.ts';
+import type { Lifecycle } from './lifecycle.ts';
+import { limitGuards } from './limits/guards.ts';
+import type { Services } from './services.ts';
+import { docsAssetOptions } from './system/handlers.ts';
+
+export interface AppOptions {
+  /** Replaces handlers of the map; tests use it to prove the contract checks what handlers return. */
+  handlers?: Partial<AppHandlers>;
+}
+
+const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+
+const requestId: RequestHandler = (req, res, next) => {
+  const incoming = req.headers['x-request-id'];
+  req.id = typeof incoming === 'string' && REQUEST_ID.test(incoming) ? incoming : `req_${randomUUID().replaceAll('-', '')}`;
+  res.setHeader('X-Request-Id', req.id);
+  next();
+};
+
+function trackInFlight(lifecycle: Lifecycle): RequestHandler {
+  return (_req, res, next) => {
+    if (lifecycle.shuttingDown.aborted) {
+      res.setHeader('Connection', 'close');
+      next(new ApiError('service_unavailable', 'The server is shutting down; retry on another instance.'));
+      return;
+    }
+    const done = lifecycle.track();
+    res.on('close', done);
+    res.on('finish', done);
+    next();
+  };
+}
+
+function validatorFor(contract: Contract, config: Config): RequestHandler[] {
+  return OpenApiValidator.middleware({
+    // The validator dereferences in place; it gets its own copy.
+    apiSpec: structuredClone(contract.document) as never,
+    validateApiSpec: config.env !== 'production',
+    validateRequests: { allowUnknownQueryParameters: false, allErrors: config.env !== 'production' },
+    validateResponses: config.validateResponses ? { allErrors: true } : false,
+    validateSecurity: false,
+    validateFormats: true,
+    ignoreUndocumented: true,
+    // Uploads (knowledge documents, the only multipart operation) are held in memory up to the knowledge limit.
+    fileUploader: {
+      storage: multer.memoryStorage(),
+      limits: { fileSize: config.knowledge.maxBytes, files: 1, fields: 16, fieldSize: 64 * 1024 },
+    },
+  }) as unknown as RequestHandler[];
+}
+
+export function createApp(deps: Services, options: AppOptions = {}): Express {
+  const { config, logger, lifecycle } = deps;
+  const contract = loadContract();
+  const app = express();
+  app.disable('x-powered-by');
+  app.set('trust proxy', config.trustProxy);
+  app.set('query parser', 'simple');
+
+  // First, so that a request's duration counts everything the server does for it.
+  app.use(deps.metrics.requests);
+  app.use(requestId);
+  app.use(
+    pinoHttp({
+      logger,
+      genReqId: (req) => (req as express.Request).id,
+      serializers: {
+        req: (req: { id: string; method: string; url: string }) => ({ id: req.id, method: req.method, path: req.url.split('?')[0] }),
+        res: (res: { statusCode: number }) => ({ status: res.statusCode }),
+      },
+    }),
+  );
+  app.use(helmet());
+  if (config.corsOrigins.length > 0) {
+    app.use(
+      cors({
+        origin: config.corsOrigins.includes('*') ? '*' : config.corsOrigins,
+        exposedHeaders: [
+          'X-Request-Id',
+          'Retry-After',
+          'RateLimit',
+          'RateLimit-Policy',
+          'x-ratelimit-limit-requests',
+          'x-ratelimit-remaining-requests',
+          'x-ratelimit-reset-requests',
+          'x-ratelimit-limit-tokens',
+          'x-ratelimit-remaining-tokens',
+          'Idempotent-Replayed',
+        ],
+        maxAge: 600,
+      }),
+    );
+  }
+  app.use(trackInFlight(lifecycle));
+
+  const handlers = { ...buildHandlers(deps, contract), ...options.handlers };
+  mountOperations(app, {
+    handlers,
+    authenticator: deps.authenticator,
+    validator: validatorFor(contract, config),
+    guards: limitGuards({ planOf: deps.accountPlans.planOf, requestLimits: deps.requestLimits, quotas: deps.quotas }),
+    jsonParser: jsonBodyParser(config.bodyLimitBytes),
+    // A document's text plus room for the JSON around it; the text itself is held to the limit exactly.
+    jsonLimits: { createKnowledgeDocument: Math.max(config.bodyLimitBytes, config.knowledge.maxBytes + 64 * 1024) },
+    streamValidators: config.validateResponses ? createStreamValidators(contract, routes) : undefined,
+    keepAliveMs: config.sseKeepAliveSeconds * 1000,
+    shuttingDown: lifecycle.shuttingDown,
+    idempotency: deps.idempotency,
+    metrics: deps.metrics,
+  });
+  // After the operations, so that `GET /docs` itself is the contract's getApiDocs.
+  app.use('/docs', swaggerUi.serveFiles(undefined, docsAssetOptions));
+  app.use(unmatchedRoute);
+  app.use(errorHandler);
+  return app;
+}

@@ -1,0 +1,98 @@
+// Every error leaves the server as the one envelope, with the status the catalog gives its code.
+import type { ErrorRequestHandler, RequestHandler } from 'express';
+import { ApiError, envelope, type ErrorCode, type ErrorDetail } from './errors.ts';
+import { allowedMethods } from './operations.ts';
+
+/** The statuses express-openapi-validator and body-parser raise, as our codes. */
+const codeByStatus: Record<number, ErrorCode> = {
+  400: 'validation_error',
+  401: 'unauthorized',
+  403: 'forbidden',
+  404: 'not_found',
+  405: 'method_not_allowed',
+  406: 'not_acceptable',
+  413: 'payload_too_large',
+  415: 'unsupported_media_type',
+};
+
+interface ValidatorError {
+  status: number;
+  message: string;
+  errors?: { path: string; message: string }[];
+  headers?: { Allow?: string };
+  type?: string;
+  code?: string;
+}
+
+function isValidatorError(error: unknown): error is ValidatorError {
+  return typeof error === 'object' && error !== null && typeof (error as ValidatorError).status === 'number';
+}
+
+/** A JSON pointer such as `/body/messages/0/role` from the validator's `.body.messages[0].role`. */
+function pointer(path: string): string {
+  const normalized = path
+    .replace(/\[(\d+)\]/g, '.$1')
+    .replace(/^[./]+/, '')
+    .split(/[./]/)
+    .filter(Boolean)
+    .join('/');
+  return `/${normalized}`;
+}
+
+function toApiError(error: unknown): ApiError | undefined {
+  if (error instanceof ApiError) return error;
+  if (!isValidatorError(error)) return undefined;
+  if (error.type === 'entity.parse.failed') {
+    return new ApiError('invalid_json', `The request body is not valid JSON: ${error.message}.`);
+  }
+  if (error.type === 'entity.too.large' || error.code === 'LIMIT_FILE_SIZE') {
+    return new ApiError('payload_too_large');
+  }
+  if (error.type === 'encoding.unsupported' || error.type === 'charset.unsupported') {
+    return new ApiError('unsupported_media_type', error.message);
+  }
+  const code = codeByStatus[error.status];
+  if (!code) return undefined;
+  if (code === 'validation_error') {
+    const details: ErrorDetail[] = (error.errors ?? []).map((item) => ({ path: pointer(item.path), message: item.message }));
+    return new ApiError(code, details.length ? 'The request does not match the contract.' : error.message, { details });
+  }
+  return new ApiError(code, error.message, error.headers?.Allow ? { headers: { Allow: error.headers.Allow } } : {});
+}
+
+/** 404 for a path no operation has, 405 with `Allow` for a method the path does not take. */
+export const unmatchedRoute: RequestHandler = (req, _res, next) => {
+  const allowed = allowedMethods(req.path);
+  if (allowed.length === 0) {
+    next(new ApiError('not_found', `No operation at ${req.method} ${req.path}.`));
+  } else {
+    next(
+      new ApiError('method_not_allowed', `${req.method} is not allowed on ${req.path}; allowed: ${allowed.join(', ')}.`, {
+        headers: { Allow: allowed.join(', ') },
+      }),
+    );
+  }
+};
+
+export const errorHandler: ErrorRequestHandler = (error, req, res, _next) => {
+  const known = toApiError(error);
+  if (res.headersSent) {
+    // A stream was already under way; it cannot carry an envelope any more.
+    req.log.error({ err: error }, 'error after the response started');
+    res.destroy();
+    return;
+  }
+  let apiError = known;
+  if (!apiError) {
+    req.log.error({ err: error }, 'unhandled error');
+    apiError = new ApiError('internal_error');
+  } else if (apiError.code === 'service_unavailable') {
+    // Refusals while the server stops, or for a part that is not configured, are expected: no stack trace,
+    // and no error-level line per refused request during every deployment.
+    req.log.warn({ code: apiError.code }, apiError.message);
+  } else if (apiError.status >= 500) {
+    req.log.error({ err: error }, apiError.message);
+  }
+  for (const [name, value] of Object.entries(apiError.headers)) res.setHeader(name, value);
+  res.status(apiError.status).json(envelope(apiError, req.id));
+};

@@ -1,0 +1,528 @@
+// Knowledge as a domain service: documents in, chunks embedded with their collection's model, search out.
+// Small documents are processed while the request waits; larger ones by a background worker that takes
+// its work from the documents table itself (status `processing` with no live lease), so a document left
+// half-done by a crash or a restart is picked up again, by this instance or another.
+import { createHash } from 'node:crypto';
+import type { Logger } from 'pino';
+import { ApiError, notFound } from '../http/errors.ts';
+import type { ModelGateway } from '../models/gateway.ts';
+import { one, type Db, type Queryable } from '../store/db.ts';
+import { newId } from '../store/ids.ts';
+import { cursorOf, limitOf, toPage, type Page, type PageRequest } from '../store/pagination.ts';
+import type { UsageMeter } from '../usage/meter.ts';
+import { chunkText, type Chunk } from './chunk.ts';
+import type { DocumentType } from './extract.ts';
+import { keywordSearch, reciprocalRankFusion, vectorLiteral, vectorSearch, type Scope, type SearchResult } from './search.ts';
+import * as store from './store.ts';
+import type { CollectionRow, DocumentRow, KnowledgeCollection, KnowledgeDocument, Metadata } from './store.ts';
+
+export type { SearchResult } from './search.ts';
+export type { KnowledgeDocument, Metadata } from './store.ts';
+
+export interface KnowledgeConfig {
+  /** Largest document accepted, in bytes (a file as uploaded, or JSON text). */
+  maxBytes: number;
+  /** Documents whose text is larger are processed in the background (202) instead of inline (201). */
+  inlineMaxBytes: number;
+  chunkTokens: number;
+  chunkOverlapTokens: number;
+  /** Inputs per embedding call. */
+  embedBatchSize: number;
+  /** Candidates an HNSW scan keeps (pgvector's hnsw.ef_search): higher finds more true neighbours, slower. */
+  hnswEfSearch: number;
+}
+
+export interface KnowledgeDeps {
+  db: Db;
+  models: ModelGateway;
+  usage: UsageMeter;
+  logger: Logger;
+  clock: () => number;
+  config: KnowledgeConfig;
+}
+
+export const DEFAULT_COLLECTION = 'default';
+export const DEFAULT_TOP_K = 5;
+export type SearchMode = 'hybrid' | 'vector' | 'keyword';
+
+export interface NewDocument {
+  text: string;
+  contentType: DocumentType;
+  title?: string | undefined;
+  source?: string | undefined;
+  collection?: string | undefined;
+  metadata?: Metadata | undefined;
+  /** Only for a new collection; an existing collection keeps the model it was made with. */
+  embeddingModel?: string | undefined;
+}
+
+export interface CallContext {
+  /** The API key the call came with, for metering; null for a session. */
+  apiKeyId: string | null;
+  signal?: AbortSignal;
+}
+
+export interface SearchRequest {
+  query: string;
+  top_k?: number | undefined;
+  /** Searched collections; all of the user's when omitted. */
+  collections?: string[] | undefined;
+  /** Only documents whose metadata holds these values. */
+  filter?: Metadata | undefined;
+  mode?: SearchMode | undefined;
+}
+
+export interface SearchResponse {
+  /** The mode actually used: `hybrid` becomes `keyword` where pgvector is missing. */
+  mode: SearchMode;
+  results: SearchResult[];
+}
+
+export interface AddedDocument {
+  /** 200: the same content was already there; 201: stored and ready; 202: processing in the background. */
+  status: 200 | 201 | 202;
+  document: KnowledgeDocument;
+}
+
+/** How long a worker holds a document before another may take it over; renewed after every batch. */
+const LEASE_MS = 2 * 60_000;
+/** How often the worker looks for documents whose lease lapsed (a crashed peer's). */
+const SWEEP_MS = 30_000;
+/** pgvector's HNSW indexes `vector` columns of up to 2,000 dimensions; beyond that search scans exactly. */
+const HNSW_MAX_DIMENSIONS = 2000;
+/** Candidates each list contributes to hybrid fusion, per result asked for. */
+const HYBRID_DEPTH = 4;
+
+const sha256 = (text: string) => createHash('sha256').update(text).digest('hex');
+
+function reasonOf(error: unknown): string {
+  return error instanceof ApiError ? error.message : 'An unexpected error occurred while processing the document.';
+}
+
+function isForeignKeyViolation(error: unknown): boolean {
+  return typeof error === 'object' && error !== null && (error as { code?: string }).code === '23503';
+}
+
+/** A PostgreSQL "already exists" race: two servers creating the same index at once. */
+function isDuplicateObject(error: unknown): boolean {
+  const code = typeof error === 'object' && error !== null ? (error as { code?: string }).code : undefined;
+  return code === '42P07' || code === '23505';
+}
+
+export async function createKnowledge(deps: KnowledgeDeps) {
+  const { db, models, usage, logger, clock, config } = deps;
+
+  // Vectors need pgvector and the column the migration adds where pgvector exists.
+  const vectors =
+    db.hasVector &&
+    (await db.query(
+      `SELECT 1 FROM information_schema.columns
+       WHERE table_schema = current_schema() AND table_name = 'knowledge_chunks' AND column_name = 'embedding'`,
+    )).length > 0;
+  const [extension] = vectors ? await db.query<{ extversion: string }>("SELECT extversion FROM pg_extension WHERE extname = 'vector'") : [];
+  const [major = 0, minor = 0] = (extension?.extversion ?? '0.0').split('.').map(Number);
+  // Iterative index scans (pgvector 0.8) keep an HNSW scan going past rows the WHERE clause drops (other
+  // users', other collections'), so a filtered search still returns `top_k` results.
+  const iterativeScans = major > 0 || minor >= 8;
+  const indexed = new Set(
+    vectors
+      ? (await db.query<{ indexname: string }>(`SELECT indexname FROM pg_indexes WHERE tablename = 'knowledge_chunks' AND indexname LIKE 'knowledge_chunks_embedding_%_idx'`))
+          .map((row) => Number(/_(\d+)_idx$/.exec(row.indexname)?.[1]))
+      : [],
+  );
+
+  async function ensureVectorIndex(dimensions: number): Promise<void> {
+    if (!vectors || indexed.has(dimensions)) return;
+    if (dimensions > HNSW_MAX_DIMENSIONS) {
+      logger.warn({ dimensions }, 'embeddings longer than 2000 dimensions cannot have an HNSW index; vector search scans them exactly');
+      indexed.add(dimensions);
+      return;
+    }
+    try {
+      await db.exec(
+        `CREATE INDEX IF NOT EXISTS knowledge_chunks_embedding_${dimensions}_idx ON knowledge_chunks
+         USING hnsw ((embedding::vector(${dimensions})) vector_cosine_ops) WHERE dimensions = ${dimensions}`,
+      );
+    } catch (error) {
+      if (!isDuplicateObject(error)) throw error;
+    }
+    indexed.add(dimensions);
+  }
+
+  function embeddingModelOf(id: string, path: string) {
+    const model = models.get(id);
+    if (!model?.capabilities.includes('embeddings')) {
+      throw new ApiError('invalid_request', `${id} is not an embedding model of this server.`, { details: [{ path, message: 'not an embedding model' }] });
+    }
+    return model;
+  }
+
+  async function embed(userId: string, apiKeyId: string | null, collection: CollectionRow, texts: string[], signal?: AbortSignal): Promise<number[][]> {
+    if (!models.get(collection.embedding_model)) {
+      throw new ApiError(
+        'conflict',
+        `The collection ${collection.name} was embedded with ${collection.embedding_model}, which this server's model catalog no longer has.`,
+      );
+    }
+    const served = await models.embed(collection.embedding_model, texts, undefined, signal ? { signal } : {});
+    await usage.record({ userId, apiKeyId, model: served.model.id, kind: 'embedding', promptTokens: served.result.promptTokens, completionTokens: 0 });
+    if (served.model.id !== collection.embedding_model) {
+      throw new ApiError(
+        'upstream_error',
+        `${collection.embedding_model} failed and its fallback ${served.model.id} answered; a collection's vectors all come from one model, so they were not used.`,
+      );
+    }
+    const { vectors: result } = served.result;
+    if (result.length !== texts.length || result.some((vector) => vector.length !== collection.dimensions)) {
+      throw new ApiError(
+        'upstream_error',
+        `${collection.embedding_model} returned vectors of ${result[0]?.length ?? 0} dimensions; the collection ${collection.name} holds ${collection.dimensions}.`,
+      );
+    }
+    return result;
+  }
+
+  /** The collection, created with its embedding model and dimension when it is new. */
+  async function collectionFor(userId: string, apiKeyId: string | null, name: string, requestedModel: string | undefined): Promise<CollectionRow> {
+    const existing = await store.findCollection(db, userId, name);
+    if (existing) {
+      if (requestedModel !== undefined && requestedModel !== existing.embedding_model) {
+        throw new ApiError(
+          'conflict',
+          `The collection ${name} embeds with ${existing.embedding_model} (${existing.dimensions} dimensions); it cannot take documents embedded with ${requestedModel}. Use another collection for another model.`,
+          { details: [{ path: '/body/embedding_model', message: `the collection uses ${existing.embedding_model}` }] },
+        );
+      }
+      return existing;
+    }
+    const model = embeddingModelOf(requestedModel ?? models.defaults.embeddings, '/body/embedding_model');
+    let dimensions = model.dimensions;
+    if (dimensions === undefined) {
+      // The catalog does not say; one embedding tells.
+      const served = await models.embed(model.id, ['dimension probe'], undefined);
+      await usage.record({ userId, apiKeyId, model: served.model.id, kind: 'embedding', promptTokens: served.result.promptTokens, completionTokens: 0 });
+      dimensions = served.result.vectors[0]?.length;
+      if (!dimensions || served.model.id !== model.id) throw new ApiError('upstream_error', `${model.id} did not return an embedding to measure.`);
+    }
+    await ensureVectorIndex(dimensions);
+    return store.insertCollection(db, userId, { name, embedding_model: model.id, dimensions, created_at: new Date(clock()) });
+  }
+
+  function chunksOf(content: string, contentType: string): Chunk[] {
+    return chunkText(content, {
+      maxTokens: config.chunkTokens,
+      overlapTokens: config.chunkOverlapTokens,
+      headings: contentType === 'text/markdown' || contentType === 'text/html',
+    });
+  }
+
+  async function insertChunks(tx: Queryable, doc: DocumentRow, dimensions: number, first: number, chunks: Chunk[], embeddings: number[][] | undefined) {
+    const ids = chunks.map(() => newId('chk', clock()));
+    const positions = chunks.map((_, i) => first + i);
+    const texts = chunks.map((chunk) => chunk.text);
+    const params = [doc.id, doc.user_id, doc.collection, dimensions, ids, positions, texts];
+    if (embeddings) {
+      await tx.query(
+        `INSERT INTO knowledge_chunks (id, document_id, user_id, collection, dimensions, position, text, embedding)
+         SELECT t.id, $1, $2, $3, $4, t.position, t.text, t.embedding::vector
+         FROM unnest($5::text[], $6::int[], $7::text[], $8::text[]) AS t(id, position, text, embedding)`,
+        [...params, embeddings.map(vectorLiteral)],
+      );
+    } else {
+      await tx.query(
+        `INSERT INTO knowledge_chunks (id, document_id, user_id, collection, dimensions, position, text)
+         SELECT t.id, $1, $2, $3, $4, t.position, t.text FROM unnest($5::text[], $6::int[], $7::text[]) AS t(id, position, text)`,
+        params,
+      );
+    }
+  }
+
+  /**
+   * Chunks, embeds and stores a document, then marks it ready. Returns the ready row, or undefined when
+   * the document was deleted meanwhile. `renew` keeps a background worker's lease alive between batches.
+   */
+  async function ingest(doc: DocumentRow, content: string, signal: AbortSignal | undefined, renew: boolean): Promise<DocumentRow | undefined> {
+    const collection = await store.findCollection(db, doc.user_id, doc.collection);
+    if (!collection) return undefined;
+    const chunks = chunksOf(content, doc.content_type);
+    // A document taken over from a crashed worker may hold some of its chunks already.
+    await db.query('DELETE FROM knowledge_chunks WHERE document_id = $1', [doc.id]);
+    try {
+      for (let first = 0; first < chunks.length; first += config.embedBatchSize) {
+        signal?.throwIfAborted();
+        const batch = chunks.slice(first, first + config.embedBatchSize);
+        const embeddings = vectors ? await embed(doc.user_id, doc.api_key_id, collection, batch.map((c) => c.text), signal) : undefined;
+        await insertChunks(db, doc, collection.dimensions, first, batch, embeddings);
+        if (renew) {
+          const held = await db.query(`UPDATE knowledge_documents SET lease_until = $2 WHERE id = $1 AND status = 'processing' RETURNING id`, [
+            doc.id,
+            new Date(clock() + LEASE_MS),
+          ]);
+          if (held.length === 0) return undefined;
+        }
+      }
+    } catch (error) {
+      if (isForeignKeyViolation(error)) return undefined;
+      throw error;
+    }
+    return one<DocumentRow>(
+      db,
+      `UPDATE knowledge_documents SET status = 'ready', error = NULL, chunk_count = $2, lease_until = NULL, updated_at = $3
+       WHERE id = $1 AND status = 'processing' RETURNING ${store.DOCUMENT_COLUMNS}`,
+      [doc.id, chunks.length, new Date(clock())],
+    );
+  }
+
+  async function markFailed(doc: DocumentRow, error: unknown): Promise<DocumentRow | undefined> {
+    if (!(error instanceof ApiError)) logger.error({ err: error, documentId: doc.id }, 'knowledge document processing failed');
+    await db.query('DELETE FROM knowledge_chunks WHERE document_id = $1', [doc.id]);
+    return one<DocumentRow>(
+      db,
+      `UPDATE knowledge_documents SET status = 'failed', error = $2, chunk_count = 0, lease_until = NULL, updated_at = $3
+       WHERE id = $1 RETURNING ${store.DOCUMENT_COLUMNS}`,
+      [doc.id, reasonOf(error), new Date(clock())],
+    );
+  }
+
+  // The background worker.
+  const closing = new AbortController();
+  let running: Promise<void> | undefined;
+  let pending = false;
+
+  /** Takes one document nobody holds, for LEASE_MS. */
+  async function claimNext(): Promise<(DocumentRow & { content: string }) | undefined> {
+    const now = clock();
+    return one<DocumentRow & { content: string }>(
+      db,
+      `UPDATE knowledge_documents SET lease_until = $1
+       WHERE id = (SELECT id FROM knowledge_documents
+                   WHERE status = 'processing' AND (lease_until IS NULL OR lease_until < $2)
+                   ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED)
+       RETURNING ${store.DOCUMENT_COLUMNS}, content`,
+      [new Date(now + LEASE_MS), new Date(now)],
+    );
+  }
+
+  async function work(): Promise<void> {
+    do {
+      pending = false;
+      for (;;) {
+        if (closing.signal.aborted) return;
+        const doc = await claimNext();
+        if (!doc) break;
+        try {
+          await ingest(doc, doc.content, closing.signal, true);
+        } catch (error) {
+          if (closing.signal.aborted) {
+            // Left for the next start (or another instance) to pick up at once.
+            await db.query(`UPDATE knowledge_documents SET lease_until = NULL WHERE id = $1 AND status = 'processing'`, [doc.id]).catch(() => undefined);
+            return;
+          }
+          await markFailed(doc, error);
+        }
+      }
+    } while (pending);
+  }
+
+  /** Wakes the worker; it drains every claimable document, then sleeps. */
+  function kick(): void {
+    if (closing.signal.aborted) return;
+    pending = true;
+    running ??= work()
+      .catch((error: unknown) => {
+        if (!closing.signal.aborted) logger.error({ err: error }, 'the knowledge worker stopped on an error');
+      })
+      .finally(() => {
+        running = undefined;
+        if (pending && !closing.signal.aborted) kick();
+      });
+  }
+
+  let sweep: NodeJS.Timeout | undefined;
+
+  async function resolveCollections(userId: string, names: string[] | undefined): Promise<CollectionRow[]> {
+    const found = await store.findCollections(db, userId, names);
+    if (names) {
+      const missing = names.filter((name) => !found.some((row) => row.name === name));
+      if (missing.length > 0) {
+        throw new ApiError('not_found', `No knowledge collection ${missing.join(', ')}.`, {
+          details: missing.map((name) => ({ path: '/body/collections', message: `no collection ${name}` })),
+        });
+      }
+    }
+    return found;
+  }
+
+  async function vectorResults(userId: string, ctx: CallContext, collections: CollectionRow[], scope: Omit<Scope, 'collections'>, query: string, limit: number) {
+    // Collections made with different models need the query embedded by each model.
+    const groups = new Map<string, CollectionRow[]>();
+    for (const collection of collections) {
+      const key = `${collection.embedding_model}\u0000${collection.dimensions}`;
+      groups.set(key, [...(groups.get(key) ?? []), collection]);
+    }
+    const lists: SearchResult[][] = [];
+    for (const group of groups.values()) {
+      const [vector] = await embed(userId, ctx.apiKeyId, group[0]!, [query], ctx.signal);
+      lists.push(
+        await db.transaction(async (tx) => {
+          await tx.query("SELECT set_config('hnsw.ef_search', $1, true)", [String(Math.min(1000, Math.max(config.hnswEfSearch, limit * 2)))]);
+          if (iterativeScans) await tx.query("SELECT set_config('hnsw.iterative_scan', 'strict_order', true)");
+          return vectorSearch(tx, { ...scope, collections: group.map((c) => c.name) }, group[0]!.dimensions, vector!, limit);
+        }),
+      );
+    }
+    return lists.flat().sort((a, b) => b.score - a.score).slice(0, limit);
+  }
+
+  return {
+    /** Whether vector search is possible here (pgvector installed). */
+    vectors,
+
+    /** Recovers documents left processing and starts the periodic sweep for lapsed leases. */
+    async start(): Promise<void> {
+      // PGlite serves one process (the data directory is locked), so no lease can be alive at start.
+      if (db.engine === 'pglite') await db.query(`UPDATE knowledge_documents SET lease_until = NULL WHERE status = 'processing'`);
+      sweep = setInterval(kick, SWEEP_MS);
+      sweep.unref();
+      kick();
+    },
+
+    /** Stops the worker; a document it was embedding stays `processing`, free for the next start. */
+    async close(): Promise<void> {
+      clearInterval(sweep);
+      closing.abort(new Error('The server is shutting down.'));
+      await running;
+    },
+
+    /** Processes every document waiting in the background now; resolves when none is left. */
+    async processPending(): Promise<void> {
+      kick();
+      while (running) await running;
+    },
+
+    async addDocument(userId: string, input: NewDocument, ctx: CallContext): Promise<AddedDocument> {
+      const content = input.text.replace(/^\uFEFF/, '').replace(/\r\n?/g, '\n');
+      const bytes = Buffer.byteLength(content);
+      if (bytes > config.maxBytes) throw new ApiError('payload_too_large', `A document may hold at most ${config.maxBytes} bytes of text.`);
+      if (!/[\p{L}\p{N}]/u.test(content)) {
+        throw new ApiError('invalid_request', 'The document has no text.', { details: [{ path: '/body/text', message: 'no text' }] });
+      }
+      const name = input.collection ?? DEFAULT_COLLECTION;
+      const collection = await collectionFor(userId, ctx.apiKeyId, name, input.embeddingModel);
+      const hash = sha256(content);
+      const existing = await store.findDocumentByContent(db, userId, name, hash);
+      if (existing?.status === 'failed') {
+        // Posting a failed document again is how a client retries it.
+        await store.deleteDocument(db, userId, existing.id);
+      } else if (existing) {
+        return { status: 200, document: store.toDocument(existing) };
+      }
+      const inline = bytes <= config.inlineMaxBytes;
+      const now = clock();
+      const doc = await store.insertDocument(db, {
+        id: newId('doc', now),
+        userId,
+        collection: name,
+        title: input.title ?? null,
+        source: input.source ?? null,
+        contentType: input.contentType,
+        content,
+        bytes,
+        sha256: hash,
+        metadata: input.metadata ?? {},
+        embeddingModel: collection.embedding_model,
+        apiKeyId: ctx.apiKeyId,
+        leaseUntil: inline ? new Date(now + LEASE_MS) : null,
+        now: new Date(now),
+      });
+      if (!doc) {
+        // The same content arrived concurrently and won.
+        const winner = await store.findDocumentByContent(db, userId, name, hash);
+        if (winner) return { status: 200, document: store.toDocument(winner) };
+        throw new ApiError('conflict', 'The same document is being added concurrently; retry.');
+      }
+      if (!inline) {
+        kick();
+        return { status: 202, document: store.toDocument(doc) };
+      }
+      try {
+        const ready = await ingest(doc, content, undefined, false);
+        if (!ready) throw notFound('knowledge document', doc.id);
+        return { status: 201, document: store.toDocument(ready) };
+      } catch (error) {
+        await markFailed(doc, error);
+        if (error instanceof ApiError && error.status !== 404) {
+          throw new ApiError(error.code, `${error.message} The document ${doc.id} is stored as failed; post it again to retry.`, {
+            headers: error.headers,
+            cause: error,
+          });
+        }
+        throw error;
+      }
+    },
+
+    async getDocument(userId: string, id: string): Promise<KnowledgeDocument> {
+      const row = await store.findDocument(db, userId, id);
+      if (!row) throw notFound('knowledge document', id);
+      return store.toDocument(row);
+    },
+
+    async listDocuments(userId: string, request: PageRequest & { collection?: string | undefined }): Promise<Page<KnowledgeDocument>> {
+      const limit = limitOf(request);
+      const rows = await store.listDocuments(db, userId, request.collection, cursorOf(request, 'doc'), limit);
+      return toPage(rows, limit, store.toDocument);
+    },
+
+    /** Deletes the document with its chunks and vectors. */
+    async deleteDocument(userId: string, id: string): Promise<void> {
+      if (!(await store.deleteDocument(db, userId, id))) throw notFound('knowledge document', id);
+    },
+
+    /** The user's collections in name order; the cursor is the last name of the previous page. */
+    async listCollections(userId: string, request: PageRequest): Promise<Page<KnowledgeCollection>> {
+      const limit = limitOf(request);
+      const rows = await store.listCollections(db, userId, request.after ?? null, limit);
+      return toPage(rows, limit, store.toCollection);
+    },
+
+    /** The names among `names` the user has no collection of (empty when all exist). */
+    async missingCollections(userId: string, names: string[]): Promise<string[]> {
+      const found = new Set((await store.findCollections(db, userId, names)).map((row) => row.name));
+      return names.filter((name) => !found.has(name));
+    },
+
+    /** Documents and bytes of text the user stores, for plan limits. */
+    countForUser(userId: string): Promise<{ documents: number; bytes: number }> {
+      return store.countForUser(db, userId);
+    },
+
+    /**
+     * The chunks most relevant to `query` among the user's documents, best first. Throws not_found for a
+     * collection the user does not have, and service_unavailable for `vector` without pgvector.
+     */
+    async search(userId: string, request: SearchRequest, ctx: CallContext): Promise<SearchResponse> {
+      const topK = request.top_k ?? DEFAULT_TOP_K;
+      let mode = request.mode ?? 'hybrid';
+      if (!vectors) {
+        if (mode === 'vector') {
+          throw new ApiError('service_unavailable', 'Vector search needs the pgvector extension, which this database does not have; use mode keyword.');
+        }
+        mode = 'keyword';
+      }
+      const collections = await resolveCollections(userId, request.collections);
+      if (collections.length === 0) return { mode, results: [] };
+      const scope = { userId, filter: request.filter };
+      const names = collections.map((c) => c.name);
+      if (mode === 'keyword') return { mode, results: await keywordSearch(db, { ...scope, collections: names }, request.query, topK) };
+      if (mode === 'vector') return { mode, results: await vectorResults(userId, ctx, collections, scope, request.query, topK) };
+      const depth = Math.max(topK * HYBRID_DEPTH, 20);
+      const [byVector, byKeyword] = await Promise.all([
+        vectorResults(userId, ctx, collections, scope, request.query, depth),
+        keywordSearch(db, { ...scope, collections: names }, request.query, depth),
+      ]);
+      return { mode, results: reciprocalRankFusion([byVector, byKeyword], topK) };
+    },
+  };
+}
+
+export type Knowledge = Awaited<ReturnType<typeof createKnowledge>>;

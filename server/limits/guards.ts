@@ -1,0 +1,114 @@
+// The per-operation guards the app runs after authentication and before the body is read: the user's
+// request rate, then the plan quotas the operation would spend. Headers are set on the response here, so
+// that they go out with whatever follows: the handler's JSON, a stream, or an error.
+import type { RequestHandler, Response } from 'express';
+import type { OperationId, RouteSpec } from '../../generated/server.gen.ts';
+import type { PlanSpec } from '../billing/plans.ts';
+import type { QuotaMetric, QuotaReading, Quotas } from './quotas.ts';
+import { rateLimited, rateLimitHeaders } from './rate-limiter.ts';
+import { openAiDuration, type RequestLimits } from './request-limit.ts';
+
+export interface GuardDeps {
+  planOf(userId: string): Promise<PlanSpec>;
+  requestLimits: RequestLimits;
+  quotas: Quotas;
+}
+
+const MODEL_OPERATIONS: readonly OperationId[] = [
+  'createChatCompletion',
+  'createCompletion',
+  'createEmbedding',
+  'chatWithAgent',
+  'chatWithTeam',
+  'processAgentRequest',
+  'processTeamRequest',
+  'respondWithAgent',
+  'respondWithTeam',
+];
+const RUN_OPERATIONS: readonly OperationId[] = [
+  'chatWithAgent',
+  'chatWithTeam',
+  'processAgentRequest',
+  'processTeamRequest',
+  'respondWithAgent',
+  'respondWithTeam',
+];
+const RESOURCE_OPERATIONS: Partial<Record<OperationId, readonly QuotaMetric[]>> = {
+  createAgent: ['agents'],
+  createTeam: ['teams'],
+  createKnowledgeDocument: ['knowledge_documents', 'knowledge_bytes'],
+};
+
+/** The quotas an operation spends, checked before it runs. */
+export function quotaMetricsOf(operationId: OperationId): QuotaMetric[] {
+  return [
+    ...(MODEL_OPERATIONS.includes(operationId) ? (['tokens_per_month'] as const) : []),
+    ...(RUN_OPERATIONS.includes(operationId) ? (['runs_per_day'] as const) : []),
+    ...(RESOURCE_OPERATIONS[operationId] ?? []),
+  ];
+}
+
+/** OpenAI's clients read these on chat completions. */
+const OPENAI_STYLE: OperationId = 'createChatCompletion';
+
+const pass: RequestHandler = (_req, _res, next) => next();
+
+function setHeaders(res: Response, headers: Record<string, string | number>): void {
+  for (const [name, value] of Object.entries(headers)) res.setHeader(name, String(value));
+}
+
+export function rateLimitGuard(deps: GuardDeps) {
+  return (route: RouteSpec): RequestHandler => {
+    // Public operations have no user to count against; the sign-in flows limit themselves.
+    if (!route.secured) return pass;
+    const openAiStyle = route.operationId === OPENAI_STYLE;
+    return async (req, res, next) => {
+      const plan = await deps.planOf(req.principal!.userId);
+      const result = await deps.requestLimits.consume(req.principal!.userId, plan);
+      if (!result) {
+        next();
+        return;
+      }
+      setHeaders(res, rateLimitHeaders(result));
+      if (openAiStyle) {
+        setHeaders(res, {
+          'x-ratelimit-limit-requests': result.rule.points,
+          'x-ratelimit-remaining-requests': result.remaining,
+          'x-ratelimit-reset-requests': openAiDuration(result.resetSeconds),
+        });
+      }
+      if (!result.allowed) throw rateLimited(result, 'requests');
+      next();
+    };
+  };
+}
+
+function tokenHeaders(readings: QuotaReading[]): Record<string, number> {
+  const tokens = readings.find((reading) => reading.metric === 'tokens_per_month');
+  if (!tokens || tokens.limit === null) return {};
+  return {
+    'x-ratelimit-limit-tokens': tokens.limit,
+    'x-ratelimit-remaining-tokens': Math.max(0, tokens.limit - tokens.used),
+  };
+}
+
+export function quotaGuard(deps: GuardDeps) {
+  return (route: RouteSpec): RequestHandler => {
+    const metrics = quotaMetricsOf(route.operationId);
+    if (!route.secured || metrics.length === 0) return pass;
+    const openAiStyle = route.operationId === OPENAI_STYLE;
+    return async (req, res, next) => {
+      const userId = req.principal!.userId;
+      const plan = await deps.planOf(userId);
+      const readings = await deps.quotas.read(userId, plan, metrics);
+      // Before the check, so that the token headers go out with a 402 as well.
+      if (openAiStyle) setHeaders(res, tokenHeaders(readings));
+      deps.quotas.assertWithin(plan, readings);
+      next();
+    };
+  };
+}
+
+export function limitGuards(deps: GuardDeps): ((route: RouteSpec) => RequestHandler)[] {
+  return [rateLimitGuard(deps), quotaGuard(deps)];
+}

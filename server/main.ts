@@ -1,0 +1,43 @@
+// Reads the configuration, builds the services, listens, and shuts down gracefully: stop accepting, let
+// open streams end with a final event, finish what is in flight, close the store.
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { createApp } from './app.ts';
+import { loadConfig, ConfigError } from './config.ts';
+import { createServices } from './services.ts';
+
+async function main(): Promise<void> {
+  const config = loadConfig();
+  const services = await createServices(config);
+  const { logger, lifecycle } = services;
+  const server = createServer(createApp(services));
+  server.listen(config.port, config.host, () => {
+    const { port } = server.address() as AddressInfo;
+    logger.info({ port, url: config.publicUrl, store: services.db.engine }, 'listening');
+  });
+  let stopping = false;
+  const shutdown = async (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    logger.info({ signal, inFlight: lifecycle.inFlight }, 'shutting down');
+    server.close();
+    server.closeIdleConnections();
+    const drained = await lifecycle.drain(config.shutdownTimeoutMs);
+    if (!drained) logger.warn({ inFlight: lifecycle.inFlight }, 'requests still in flight at the shutdown timeout');
+    server.closeAllConnections();
+    await services.close();
+    logger.info('stopped');
+    process.exit(0);
+  };
+  process.once('SIGTERM', () => void shutdown('SIGTERM'));
+  process.once('SIGINT', () => void shutdown('SIGINT'));
+}
+
+main().catch((error: unknown) => {
+  if (error instanceof ConfigError) {
+    console.error(`Configuration error: ${error.message}`);
+  } else {
+    console.error(error);
+  }
+  process.exit(1);
+});

@@ -1,0 +1,211 @@
+// Runs and their stored events.
+import type { components } from '../../generated/openapi.gen.ts';
+import { notFound } from '../http/errors.ts';
+import { one, type Queryable } from '../store/db.ts';
+import { newId } from '../store/ids.ts';
+import type { RunEvent, TokenUsage } from './events.ts';
+
+type Schemas = components['schemas'];
+export type Run = Schemas['Run'];
+export type RunStatus = Schemas['RunStatus'];
+export type RequiredAction = Schemas['RequiredAction'];
+export type RunErrorInfo = Schemas['RunErrorInfo'];
+
+export interface RunRow {
+  id: string;
+  user_id: string;
+  session_id: string;
+  agent_id: string | null;
+  team_id: string | null;
+  parent_run_id: string | null;
+  status: RunStatus;
+  model: string;
+  usage: TokenUsage;
+  error: RunErrorInfo | null;
+  required_action: RequiredAction | null;
+  state: unknown;
+  last_sequence_number: number;
+  created_at: Date;
+  updated_at: Date;
+  completed_at: Date | null;
+}
+
+const COLUMNS =
+  'id, user_id, session_id, agent_id, team_id, parent_run_id, status, model, usage, error, required_action, state, last_sequence_number, created_at, updated_at, completed_at';
+
+export function toRun(row: RunRow): Run {
+  return {
+    id: row.id,
+    object: 'run',
+    session_id: row.session_id,
+    agent_id: row.agent_id,
+    team_id: row.team_id,
+    parent_run_id: row.parent_run_id,
+    status: row.status,
+    model: row.model,
+    usage: row.usage,
+    error: row.error,
+    required_action: row.required_action,
+    last_sequence_number: row.last_sequence_number,
+    created_at: row.created_at.toISOString(),
+    updated_at: row.updated_at.toISOString(),
+    completed_at: row.completed_at?.toISOString() ?? null,
+  };
+}
+
+export const FINISHED: readonly RunStatus[] = ['completed', 'failed', 'canceled'];
+
+export interface NewRun {
+  userId: string;
+  sessionId: string;
+  agentId: string | null;
+  teamId: string | null;
+  parentRunId: string | null;
+  model: string;
+  owner: string;
+}
+
+export interface RunUpdate {
+  status: RunStatus;
+  usage: TokenUsage;
+  error?: RunErrorInfo | null;
+  requiredAction?: RequiredAction | null;
+  /** What the run needs to go on after tool results; cleared when omitted. */
+  state?: unknown;
+}
+
+export function createRunStore(db: Queryable) {
+  return {
+    async create(run: NewRun): Promise<RunRow> {
+      const row = await one<RunRow>(
+        db,
+        `INSERT INTO runs (id, user_id, session_id, agent_id, team_id, parent_run_id, status, model, owner)
+         VALUES ($1, $2, $3, $4, $5, $6, 'in_progress', $7, $8) RETURNING ${COLUMNS}`,
+        [newId('run'), run.userId, run.sessionId, run.agentId, run.teamId, run.parentRunId, run.model, run.owner],
+      );
+      return row!;
+    },
+
+    async get(userId: string, runId: string): Promise<RunRow> {
+      const row = await one<RunRow>(db, `SELECT ${COLUMNS} FROM runs WHERE id = $1 AND user_id = $2`, [runId, userId]);
+      if (!row) throw notFound('run', runId);
+      return row;
+    },
+
+    /** The run of a session that waits for client-side tool results, if any. */
+    async pendingIn(sessionId: string): Promise<RunRow | undefined> {
+      return one<RunRow>(db, `SELECT ${COLUMNS} FROM runs WHERE session_id = $1 AND status = 'requires_action' AND parent_run_id IS NULL`, [sessionId]);
+    },
+
+    /** Takes a waiting run back into progress, on this server. */
+    async resume(runId: string, owner: string): Promise<RunRow | undefined> {
+      return one<RunRow>(
+        db,
+        `UPDATE runs SET status = 'in_progress', required_action = NULL, owner = $2, heartbeat_at = now(), updated_at = now()
+         WHERE id = $1 AND status = 'requires_action' RETURNING ${COLUMNS}`,
+        [runId, owner],
+      );
+    },
+
+    async finish(runId: string, update: RunUpdate): Promise<void> {
+      const done = FINISHED.includes(update.status);
+      await db.query(
+        `UPDATE runs SET status = $2, usage = $3, error = $4, required_action = $5, state = $7, updated_at = now(),
+                completed_at = CASE WHEN $6 THEN now() ELSE NULL END
+         WHERE id = $1`,
+        [
+          runId,
+          update.status,
+          JSON.stringify(update.usage),
+          update.error ? JSON.stringify(update.error) : null,
+          update.requiredAction ? JSON.stringify(update.requiredAction) : null,
+          done,
+          update.state === undefined ? null : JSON.stringify(update.state),
+        ],
+      );
+    },
+
+    /** Stores events of any runs in one statement and moves each run's last sequence number. */
+    async appendEvents(events: RunEvent[]): Promise<void> {
+      if (events.length === 0) return;
+      await db.query(
+        `WITH batch AS (
+           SELECT e.value->>'run_id' AS run_id, (e.value->>'sequence_number')::int AS sequence_number, e.value->>'type' AS type, e.value AS payload
+           FROM jsonb_array_elements($1::jsonb) AS e
+         ),
+         stored AS (
+           INSERT INTO run_events (run_id, sequence_number, type, payload) SELECT run_id, sequence_number, type, payload FROM batch
+         )
+         UPDATE runs SET last_sequence_number = GREATEST(runs.last_sequence_number, latest.sequence_number), updated_at = now()
+         FROM (SELECT run_id, max(sequence_number) AS sequence_number FROM batch GROUP BY run_id) AS latest
+         WHERE runs.id = latest.run_id`,
+        [JSON.stringify(events)],
+      );
+    },
+
+    async events(runId: string, after: number, limit: number): Promise<RunEvent[]> {
+      const rows = await db.query<{ payload: RunEvent }>(
+        'SELECT payload FROM run_events WHERE run_id = $1 AND sequence_number > $2 ORDER BY sequence_number LIMIT $3',
+        [runId, after, limit],
+      );
+      return rows.map((row) => row.payload);
+    },
+
+    async status(runId: string): Promise<RunStatus | undefined> {
+      return (await one<{ status: RunStatus }>(db, 'SELECT status FROM runs WHERE id = $1', [runId]))?.status;
+    },
+
+    /** Refreshes the heartbeat of live runs; answers those whose cancellation was asked elsewhere. */
+    async heartbeat(runIds: string[]): Promise<string[]> {
+      if (runIds.length === 0) return [];
+      const rows = await db.query<{ id: string }>(
+        `UPDATE runs SET heartbeat_at = now() WHERE id IN (SELECT jsonb_array_elements_text($1::jsonb)) RETURNING id, cancel_requested`,
+        [JSON.stringify(runIds)],
+      );
+      return rows.filter((row) => (row as { cancel_requested?: boolean }).cancel_requested).map((row) => row.id);
+    },
+
+    async requestCancel(runId: string): Promise<void> {
+      await db.query('UPDATE runs SET cancel_requested = true WHERE id = $1', [runId]);
+    },
+
+    /** Runs still marked in progress whose server is not this one, grouped by that server. */
+    async activeOwners(me: string): Promise<string[]> {
+      const rows = await db.query<{ owner: string }>(
+        "SELECT DISTINCT owner FROM runs WHERE status IN ('queued', 'in_progress') AND owner <> $1",
+        [me],
+      );
+      return rows.map((row) => row.owner);
+    },
+
+    /** Runs of a dead server: their ids, sessions and last sequence numbers. */
+    async orphansOf(owner: string): Promise<{ id: string; session_id: string; last_sequence_number: number; parent_run_id: string | null }[]> {
+      return db.query(
+        "SELECT id, session_id, last_sequence_number, parent_run_id FROM runs WHERE owner = $1 AND status IN ('queued', 'in_progress')",
+        [owner],
+      );
+    },
+
+    /** The waiting member run of a team run, if any. */
+    async pendingChild(parentRunId: string): Promise<RunRow | undefined> {
+      return one<RunRow>(db, `SELECT ${COLUMNS} FROM runs WHERE parent_run_id = $1 AND status = 'requires_action'`, [parentRunId]);
+    },
+
+    /** Runs of an agent or a session that are not finished, waiting ones included. */
+    async unfinished(userId: string, where: { agentId?: string; teamId?: string; sessionId?: string }): Promise<string[]> {
+      const rows = await db.query<{ id: string }>(
+        `SELECT id FROM runs WHERE user_id = $1 AND status IN ('queued', 'in_progress', 'requires_action') AND parent_run_id IS NULL
+         AND ($2::text IS NULL OR agent_id = $2) AND ($3::text IS NULL OR session_id = $3) AND ($4::text IS NULL OR team_id = $4)`,
+        [userId, where.agentId ?? null, where.sessionId ?? null, where.teamId ?? null],
+      );
+      return rows.map((row) => row.id);
+    },
+
+    /** The runs a team run started for its members. */
+    async children(parentRunId: string): Promise<RunRow[]> {
+      return db.query<RunRow>(`SELECT ${COLUMNS} FROM runs WHERE parent_run_id = $1 ORDER BY id`, [parentRunId]);
+    },
+  };
+}
+
+export type RunStore = ReturnType<typeof createRunStore>;

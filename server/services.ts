@@ -1,0 +1,220 @@
+// Builds every dependency of the app from the configuration: the store, the limiter, the mailer and the
+// identity services. server/main.ts and the tests both start here; tests override what they need.
+import path from 'node:path';
+import { Redis } from 'ioredis';
+import type { Logger } from 'pino';
+import { createAccountPlans, type AccountPlans } from './billing/account-plans.ts';
+import { createBilling, type Billing } from './billing/billing.ts';
+import { createPlanBook, type PlanBook } from './billing/plans.ts';
+import type { Config } from './config.ts';
+import { createAgentStore, type AgentStore } from './agents/agents.ts';
+import { createRunEngine, type RunEngine } from './runs/engine.ts';
+import { createRunStore, type RunStore } from './runs/store.ts';
+import { createSessionStore as createChatSessionStore, type SessionStore as ChatSessionStore } from './sessions/store.ts';
+import { createTeamRunner, type TeamRunner } from './teams/runner.ts';
+import { createTeamStore, type TeamStore } from './teams/teams.ts';
+import type { KnowledgeSearcher } from './tools/registry.ts';
+import { createKnowledge, type Knowledge } from './knowledge/service.ts';
+import type { Authenticator } from './http/auth.ts';
+import { createIdempotencyStore, type IdempotencyStore } from './http/idempotency.ts';
+import { createApiKeyStore, type ApiKeyStore } from './identity/api-keys.ts';
+import { createAuthenticator } from './identity/authenticator.ts';
+import { createMagicLinks, redirectPolicy, type MagicLinks } from './identity/magic-link.ts';
+import { createMailer, type Mailer } from './identity/mailer.ts';
+import { createOAuthProviders, type OAuthProviders } from './identity/oauth.ts';
+import { createSessionStore, loadJwtSecret, type SessionStore } from './identity/sessions.ts';
+import { createLifecycle, type Lifecycle } from './lifecycle.ts';
+import { createQuotas, type Quotas } from './limits/quotas.ts';
+import { createRateLimiter, type RateLimiter } from './limits/rate-limiter.ts';
+import { createRequestLimits, type RequestLimits } from './limits/request-limit.ts';
+import { createLogger } from './logger.ts';
+import { createMetrics, type Metrics } from './metrics/metrics.ts';
+import type { ModelGateway } from './models/gateway.ts';
+import { createModelGateway } from './models/providers.ts';
+import type { Db } from './store/db.ts';
+import { migrate } from './store/migrate.ts';
+import { openPglite } from './store/pglite.ts';
+import { openPostgres } from './store/postgres.ts';
+import { createUsageMeter, type UsageMeter } from './usage/meter.ts';
+
+export interface Services {
+  config: Config;
+  logger: Logger;
+  clock: () => number;
+  lifecycle: Lifecycle;
+  db: Db;
+  redis: Redis | undefined;
+  limiter: RateLimiter;
+  mailer: Mailer;
+  apiKeys: ApiKeyStore;
+  sessions: SessionStore;
+  /** Undefined in production without SMTP: links must not land in the log there. */
+  magicLinks: MagicLinks | undefined;
+  oauth: OAuthProviders;
+  authenticator: Authenticator;
+  models: ModelGateway;
+  usage: UsageMeter;
+  agents: AgentStore;
+  /** Conversations with agents and teams (the API's sessions; `sessions` above are sign-in sessions). */
+  chatSessions: ChatSessionStore;
+  runs: RunStore;
+  engine: RunEngine;
+  teams: TeamStore;
+  teamRunner: TeamRunner;
+  plans: PlanBook;
+  /** Each user's current plan (cached briefly); the default plan for everyone without billing. */
+  accountPlans: AccountPlans;
+  billing: Billing;
+  /** Per-user request rate from the plan. */
+  requestLimits: RequestLimits;
+  quotas: Quotas;
+  /** Knowledge documents and search; agents reach it through the knowledge_search tool. */
+  knowledge: Knowledge;
+  /** This instance's Prometheus metrics, served at GET /metrics. */
+  metrics: Metrics;
+  /** The kept answers of requests with an Idempotency-Key. */
+  idempotency: IdempotencyStore;
+  databaseReady(): Promise<boolean>;
+  close(): Promise<void>;
+}
+
+export interface ServiceOverrides {
+  db?: Db;
+  logger?: Logger;
+  clock?: () => number;
+  mailer?: Mailer;
+}
+
+export async function openDatabase(config: Config): Promise<Db> {
+  return config.databaseUrl
+    ? openPostgres(config.databaseUrl)
+    : openPglite({ dataDir: path.join(config.dataDir, 'pglite') });
+}
+
+export async function createServices(config: Config, overrides: ServiceOverrides = {}): Promise<Services> {
+  const logger = overrides.logger ?? createLogger(config.logLevel);
+  const clock = overrides.clock ?? Date.now;
+  const db = overrides.db ?? (await openDatabase(config));
+  await migrate(db);
+  const redis = config.redisUrl ? new Redis(config.redisUrl, { maxRetriesPerRequest: 2, enableOfflineQueue: true }) : undefined;
+  const limiter = createRateLimiter({ ...(redis ? { redis } : {}), keyPrefix: `${config.redisKeyPrefix}:rl` });
+  const mailer = overrides.mailer ?? createMailer({ smtpUrl: config.smtpUrl, from: config.mailFrom, logger });
+  const isAllowedRedirect = redirectPolicy(config.publicUrl, config.allowedRedirectOrigins);
+  const apiKeys = createApiKeyStore(db, { clock, cacheTtlMs: config.apiKeyCacheSeconds * 1000 });
+  const sessions = createSessionStore(db, {
+    secret: loadJwtSecret(config.jwtSecret, config.dataDir),
+    issuer: config.publicUrl,
+    ttlSeconds: config.sessionTtlSeconds,
+    clock,
+  });
+  const magicLinks =
+    mailer.transport === 'log' && config.env === 'production'
+      ? undefined
+      : createMagicLinks(db, { mailer, sessions, limiter }, {
+          publicUrl: config.publicUrl,
+          ttlSeconds: config.magicLinkTtlSeconds,
+          clock,
+          isAllowedRedirect,
+        });
+  const metrics = createMetrics();
+  const models = await createModelGateway(config.models, { logger, clock, metrics });
+  const oauth = createOAuthProviders(db, config.oauthProviders, { sessions }, { publicUrl: config.publicUrl, clock, isAllowedRedirect });
+  // Every model call is metered and every quota check reads the month's tokens: writes go out in batches
+  // every 100 ms, and a second's staleness of other instances' usage is fine for quotas.
+  const usage = createUsageMeter(db, clock, { monthlyCacheMs: 1000, batchWindowMs: 100 });
+  const lifecycle = createLifecycle();
+  const knowledge = await createKnowledge({ db, models, usage, logger, clock, config: config.knowledge });
+  const agents = createAgentStore({ db, models, knowledge });
+  const chatSessions = createChatSessionStore(db);
+  const runs = createRunStore(db);
+  await knowledge.start();
+  const knowledgeSearcher: KnowledgeSearcher = {
+    // No collections means all of the owner's, as an agent without a list searches everything.
+    search: async (userId, { collections, ...request }, call) =>
+      (await knowledge.search(userId, { ...request, collections: collections?.length ? collections : undefined }, call)).results,
+  };
+  const engine = createRunEngine({
+    db,
+    agents,
+    sessions: chatSessions,
+    runs,
+    models,
+    usage,
+    knowledge: knowledgeSearcher,
+    clock,
+    logger,
+    metrics,
+  });
+  metrics.countLiveRuns(engine.liveRuns);
+  await engine.start();
+  const teams = createTeamStore({ db, agents, models });
+  const teamRunner = createTeamRunner({ engine, teams, runs, clock, logger });
+  // Open streams end with a final event as soon as shutdown begins, so that draining does not wait on them.
+  lifecycle.shuttingDown.addEventListener('abort', () => void engine.stop(), { once: true });
+  const plans = createPlanBook(config.plans);
+  const accountPlans = createAccountPlans({ db, plans, billingEnabled: config.stripe !== undefined, logger });
+  const billing = createBilling({
+    db,
+    plans,
+    stripe: config.stripe,
+    publicUrl: config.publicUrl,
+    isAllowedRedirect,
+    clock,
+    logger,
+    onPlanChange: (userId) => accountPlans.invalidate(userId),
+  });
+  const quotas = createQuotas({
+    usage,
+    counters: {
+      agents: (userId) => agents.count(userId),
+      teams: (userId) => teams.count(userId),
+      knowledge_documents: async (userId) => (await knowledge.countForUser(userId)).documents,
+      knowledge_bytes: async (userId) => (await knowledge.countForUser(userId)).bytes,
+    },
+    clock,
+    logger,
+  });
+  return {
+    config,
+    logger,
+    clock,
+    lifecycle,
+    db,
+    redis,
+    limiter,
+    mailer,
+    apiKeys,
+    sessions,
+    magicLinks,
+    oauth,
+    authenticator: createAuthenticator(apiKeys, sessions),
+    models,
+    usage,
+    agents,
+    chatSessions,
+    runs,
+    engine,
+    teams,
+    teamRunner,
+    plans,
+    accountPlans,
+    billing,
+    requestLimits: createRequestLimits({ limiter, windowSeconds: config.rateLimitWindowSeconds }),
+    quotas,
+    knowledge,
+    metrics,
+    idempotency: createIdempotencyStore(db, { clock, ttlSeconds: config.idempotencyTtlSeconds }),
+    async databaseReady() {
+      await db.query('SELECT 1');
+      return true;
+    },
+    async close() {
+      await engine.stop();
+      await knowledge.close();
+      mailer.close();
+      redis?.disconnect();
+      await usage.flush();
+      await db.close();
+    },
+  };
+}

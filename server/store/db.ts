@@ -1,0 +1,26 @@
+// One small interface over PGlite (embedded) and PostgreSQL (node-postgres), so that repositories run
+// the same SQL on both. Parameters are `$1, $2, …`; int8 and numeric come back as numbers on both.
+
+export type SqlValue = string | number | boolean | null | Date | Buffer | Uint8Array | object;
+
+export interface Queryable {
+  query<T = Record<string, unknown>>(sql: string, params?: readonly SqlValue[]): Promise<T[]>;
+  /** Runs several statements without parameters (migrations). */
+  exec(sql: string): Promise<void>;
+}
+
+export interface Db extends Queryable {
+  readonly engine: 'pglite' | 'postgres';
+  /** Whether the pgvector extension is available (always on PGlite; on PostgreSQL when installed). */
+  readonly hasVector: boolean;
+  /** Runs `fn` in one transaction on one connection; commits when it resolves, rolls back when it throws. */
+  transaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T>;
+  /** Runs `fn` while holding a session-level advisory lock, on one connection. */
+  withAdvisoryLock<T>(key: string, fn: (conn: Db) => Promise<T>): Promise<T>;
+  close(): Promise<void>;
+}
+
+export async function one<T>(db: Queryable, sql: string, params?: readonly SqlValue[]): Promise<T | undefined> {
+  const rows = await db.query<T>(sql, params);
+  return rows[0];
+}

@@ -1,0 +1,112 @@
+// The embedded default: PostgreSQL compiled to WebAssembly, in-process, with pgvector.
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { PGlite, types } from '@electric-sql/pglite';
+import { vector } from '@electric-sql/pglite-pgvector';
+import type { Db, Queryable, SqlValue } from './db.ts';
+
+export interface PgliteOptions {
+  /** A directory for the data; omitted, the database lives in memory (tests). */
+  dataDir?: string;
+  /** A `dumpDataDir` tarball to start from (tests start from a migrated template). */
+  loadDataDir?: Blob;
+}
+
+const parsers = {
+  [types.INT8]: (value: string) => Number(value),
+  [types.NUMERIC]: (value: string) => Number(value),
+};
+
+function wrap(pg: Pick<PGlite, 'query' | 'exec'>): Queryable {
+  return {
+    async query<T>(sql: string, params: readonly SqlValue[] = []) {
+      const result = await pg.query<T>(sql, params as unknown[]);
+      return result.rows;
+    },
+    async exec(sql) {
+      await pg.exec(sql);
+    },
+  };
+}
+
+export interface PgliteDb extends Db {
+  /** A tarball of the database's files, to start other in-memory databases from (test templates). */
+  dump(): Promise<Blob>;
+}
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/**
+ * PGlite is one process's database: a second process on the same directory would corrupt it. A lock
+ * file with our pid keeps a second server (or `npm run create-key`) out while one runs.
+ */
+function lockDataDir(dataDir: string): () => void {
+  const lockFile = path.join(dataDir, 'open-agent-api.lock');
+  for (let attempt = 0; attempt < 2; attempt++) {
+    try {
+      writeFileSync(lockFile, String(process.pid), { flag: 'wx' });
+      return () => rmSync(lockFile, { force: true });
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+      const holder = Number(readFileSync(lockFile, 'utf8'));
+      if (holder && holder !== process.pid && isAlive(holder)) {
+        throw new Error(`The data directory ${dataDir} is in use by process ${holder}; stop it first (PGlite serves one process).`, {
+          cause: error,
+        });
+      }
+      rmSync(lockFile, { force: true });
+    }
+  }
+  throw new Error(`Could not lock the data directory ${dataDir}.`);
+}
+
+export async function openPglite(options: PgliteOptions = {}): Promise<PgliteDb> {
+  let unlock = () => {};
+  if (options.dataDir) {
+    mkdirSync(options.dataDir, { recursive: true });
+    unlock = lockDataDir(options.dataDir);
+  }
+  const pg = new PGlite({
+    ...(options.dataDir ? { dataDir: options.dataDir } : {}),
+    ...(options.loadDataDir ? { loadDataDir: options.loadDataDir } : {}),
+    extensions: { vector },
+    parsers,
+  });
+  try {
+    await pg.waitReady;
+  } catch (error) {
+    unlock();
+    throw error;
+  }
+  const queryable = wrap(pg);
+  // One session: an advisory lock would be re-entrant, so a JavaScript queue stands in for it.
+  let lockChain: Promise<unknown> = Promise.resolve();
+  const db: PgliteDb = {
+    engine: 'pglite',
+    hasVector: true,
+    ...queryable,
+    async transaction(fn) {
+      return pg.transaction((tx) => fn(wrap(tx)));
+    },
+    withAdvisoryLock(_key, fn) {
+      const run = lockChain.then(() => fn(db));
+      lockChain = run.catch(() => undefined);
+      return run;
+    },
+    async close() {
+      if (!pg.closed) await pg.close();
+      unlock();
+    },
+    async dump() {
+      return pg.dumpDataDir('none');
+    },
+  };
+  return db;
+}

@@ -1,0 +1,444 @@
+// Team turns on the run engine. The leader (a member agent or a built orchestrator) works through the
+// same loop as an agent; members run as real runs of their agents, linked to the team run, and their
+// output is streamed into the team's events under their own name.
+//   coordinate: the leader delegates sub-tasks through one tool per member and answers from the results.
+//   route:      the leader picks one member, whose answer is the team's.
+//   broadcast:  every member answers; the leader synthesizes.
+// A member's client-side tool halts the whole team run; the results resume the member, then the leader.
+import type { Logger } from 'pino';
+import type { Agent } from '../agents/agents.ts';
+import { ApiError } from '../http/errors.ts';
+import { textOf, type AssistantMessage, type ChatMessage, type FunctionTool, type ToolCall } from '../models/types.ts';
+import type { RunEngine, TeamTurnInput, TurnContext, TurnResult, RunHandle } from '../runs/engine.ts';
+import { addUsage, zeroUsage, type RunEventBody, type Speaker } from '../runs/events.ts';
+import { HaltForClient, runLoop, type LoopOutcome, type LoopSpec, type LoopState, type LoopTool } from '../runs/loop.ts';
+import type { RunRow, RunStore } from '../runs/store.ts';
+import { orchestratorName, type Team, type TeamStore } from './teams.ts';
+
+type MemberUsage = NonNullable<TurnResult['usageBreakdown']>[number];
+
+interface Member {
+  agent: Agent;
+  role: string | null;
+  isLeader: boolean;
+  speaker: Speaker;
+}
+
+/** What a halted team run keeps to go on. */
+interface TeamRunState {
+  /** The halted member run, and the leader's call it answers (coordinate). */
+  member?: { runId: string; agentId: string; callId: string | null };
+  /** The leader's calls of the halted step still to execute (coordinate). */
+  pending?: ToolCall[];
+  /** Answers so far and members still to ask (broadcast). */
+  answers?: { agentId: string; text: string }[];
+  remaining?: string[];
+  breakdown: MemberUsage[];
+}
+
+/** A member's halt, naming its run so that the team can resume it. */
+class MemberHalt extends HaltForClient {
+  readonly runId: string;
+
+  constructor(toolCalls: ToolCall[], from: Speaker, runId: string) {
+    super(toolCalls, from);
+    this.runId = runId;
+  }
+}
+
+const FORWARDED = new Set(['RunResponse', 'ToolCallStarted', 'ToolCallCompleted']);
+
+function slug(name: string): string {
+  return name.toLowerCase().replace(/[^a-z0-9]+/g, '_').replace(/^_|_$/g, '').slice(0, 40) || 'member';
+}
+
+/** Tool names per member, unique even when names collide. */
+function toolNames(members: Member[], prefix: string): Map<string, Member> {
+  const names = new Map<string, Member>();
+  for (const member of members) {
+    let name = `${prefix}${slug(member.agent.name)}`;
+    for (let n = 2; names.has(name); n++) name = `${prefix}${slug(member.agent.name)}_${n}`;
+    names.set(name, member);
+  }
+  return names;
+}
+
+function lastUserText(history: ChatMessage[]): string {
+  const message = history.findLast((m) => m.role === 'user');
+  return message ? textOf(message.content) : '';
+}
+
+function describe(member: Member): string {
+  return `${member.agent.name}${member.role ? ` (${member.role})` : ''}`;
+}
+
+export interface TeamRunnerDeps {
+  engine: RunEngine;
+  teams: TeamStore;
+  runs: RunStore;
+  clock: () => number;
+  logger: Logger;
+}
+
+export function createTeamRunner(deps: TeamRunnerDeps) {
+  const { engine, runs } = deps;
+
+  async function startTeamTurn(input: TeamTurnInput, options: { resumable: boolean }): Promise<RunHandle> {
+    const team = await deps.teams.get(input.userId, input.teamId);
+    const members: Member[] = (await deps.teams.memberAgents(input.userId, team)).map(({ agent, role, isLeader }) => ({
+      agent,
+      role,
+      isLeader,
+      speaker: { agent_id: agent.id, name: agent.name, role, is_leader: isLeader },
+    }));
+    const memberLeader = members.find((member) => member.isLeader);
+    const leaderSpeaker: Speaker = memberLeader?.speaker ?? { agent_id: null, name: orchestratorName(team), role: 'leader', is_leader: true };
+    const others = members.filter((member) => !member.isLeader);
+    const clientTools = input.clientTools !== false;
+    return engine.startTurn(
+      {
+        input,
+        target: { agentId: null, teamId: team.id },
+        model: team.leader.model,
+        timeoutSeconds: Math.max(...members.map((member) => member.agent.run_timeout_seconds)),
+        resultsGoToMember: (pending) => Boolean((pending.state as TeamRunState | null)?.member),
+        execute: (context) => execute(context, { input, team, members, others, memberLeader, leaderSpeaker, clientTools }),
+        onStop: (context, status) => stopMembers(context, status),
+      },
+      options,
+    );
+  }
+
+  interface Plan {
+    input: TeamTurnInput;
+    team: Team;
+    members: Member[];
+    others: Member[];
+    memberLeader: Member | undefined;
+    leaderSpeaker: Speaker;
+    clientTools: boolean;
+  }
+
+  /** Member runs still going when the team run stops are stopped with it. */
+  async function stopMembers(context: TurnContext, status: 'canceled' | 'failed'): Promise<void> {
+    for (const child of await runs.children(context.run.id)) {
+      if (child.status !== 'in_progress' && child.status !== 'requires_action') continue;
+      const recorder = engine.recorderFor(child);
+      if (status === 'canceled') recorder.emit({ type: 'RunCompleted', status: 'canceled', message: null, finish_reason: 'canceled', usage: child.usage });
+      else recorder.emit({ type: 'RunError', status: 'failed', error: { code: 'internal_error', message: 'The team run stopped.' } });
+      await recorder.flush();
+      await runs.finish(child.id, { status, usage: child.usage, error: status === 'failed' ? { code: 'internal_error', message: 'The team run stopped.' } : null });
+    }
+  }
+
+  async function execute(context: TurnContext, plan: Plan) {
+    const saved = (context.resumed ? (context.run.state as TeamRunState | null) : null) ?? { breakdown: [] };
+    const breakdown = new Map(saved.breakdown.map((entry) => [entry.run_id, entry]));
+    const runMember = memberRunner(context, plan, breakdown);
+    const finish: Finish = (outcome, speaker, state = {}) => {
+      const leaderEntry = leaderUsage(context, plan, breakdown);
+      const all = [...breakdown.values(), ...(leaderEntry ? [leaderEntry] : [])];
+      return { outcome, speaker, state: { ...state, breakdown: [...breakdown.values()] }, extras: { usageBreakdown: all } };
+    };
+    const resumeWith = saved.member ? { runId: saved.member.runId, results: context.newMessages } : undefined;
+
+    switch (plan.team.mode) {
+      case 'route':
+        return route(context, plan, runMember, resumeWith, saved, finish);
+      case 'broadcast':
+        return broadcast(context, plan, runMember, resumeWith, saved, finish);
+      default:
+        return coordinate(context, plan, runMember, resumeWith, saved, finish);
+    }
+  }
+
+  /** The leader's own share of the usage, when it is a built orchestrator or a member agent. */
+  function leaderUsage(context: TurnContext, plan: Plan, breakdown: Map<string, MemberUsage>): MemberUsage | undefined {
+    const members = zeroUsage();
+    for (const entry of breakdown.values()) addUsage(members, entry.usage);
+    const total = context.state.usage;
+    const leader = { prompt_tokens: total.prompt_tokens - members.prompt_tokens, completion_tokens: total.completion_tokens - members.completion_tokens };
+    if (leader.prompt_tokens + leader.completion_tokens === 0) return undefined;
+    return {
+      agent_id: plan.leaderSpeaker.agent_id,
+      name: plan.leaderSpeaker.name,
+      role: plan.leaderSpeaker.role,
+      run_id: context.run.id,
+      usage: { ...leader, total_tokens: leader.prompt_tokens + leader.completion_tokens },
+    };
+  }
+
+  type RunMember = (member: Member, start: { task: string } | { runId: string; results: ChatMessage[] }) => Promise<AssistantMessage | null>;
+  type Finish = (
+    outcome: LoopOutcome,
+    speaker: Speaker,
+    state?: Omit<TeamRunState, 'breakdown'>,
+  ) => { outcome: LoopOutcome; speaker: Speaker; state: TeamRunState; extras: { usageBreakdown: MemberUsage[] } };
+
+  /** Runs (or resumes) one member as a real run of its agent, linked to the team run. */
+  function memberRunner(context: TurnContext, plan: Plan, breakdown: Map<string, MemberUsage>): RunMember {
+    const { input, team } = plan;
+    return async (member, start) => {
+      let child: RunRow;
+      let history: ChatMessage[];
+      if ('task' in start) {
+        child = await runs.create({
+          userId: input.userId,
+          sessionId: context.sessionId,
+          agentId: member.agent.id,
+          teamId: team.id,
+          parentRunId: context.run.id,
+          model: member.agent.model,
+          owner: engine.instanceId,
+        });
+        history = [{ role: 'user', content: start.task }];
+      } else {
+        const waiting = await runs.resume(start.runId, engine.instanceId);
+        if (!waiting) throw new ApiError('conflict', `The member run ${start.runId} is no longer waiting for tool results.`);
+        child = waiting;
+        history = [...((waiting.state as { history: ChatMessage[] } | null)?.history ?? []), ...start.results];
+      }
+      const recorder = engine.recorderFor(child);
+      recorder.emit({
+        type: 'RunStarted',
+        session_id: context.sessionId,
+        agent_id: member.agent.id,
+        team_id: team.id,
+        parent_run_id: context.run.id,
+        model: member.agent.model,
+        resumed: !('task' in start),
+      });
+      const state: LoopState = { usage: { ...child.usage }, produced: [], sources: context.state.sources };
+      const before = { ...child.usage };
+      const spec: LoopSpec = {
+        model: member.agent.model,
+        instructions: member.agent.instructions,
+        settings: member.agent.model_settings,
+        clientTools: plan.clientTools ? member.agent.tools : [],
+        serverTools: engine.serverToolsOf(member.agent, input, () => context.io.signal),
+        maxSteps: member.agent.max_steps,
+      };
+      const account = () => {
+        addUsage(context.state.usage, {
+          prompt_tokens: state.usage.prompt_tokens - before.prompt_tokens,
+          completion_tokens: state.usage.completion_tokens - before.completion_tokens,
+        });
+        breakdown.set(child.id, { agent_id: member.agent.id, name: member.agent.name, role: member.role, run_id: child.id, usage: { ...state.usage } });
+      };
+      const close = async (status: RunRow['status'], fields: { error?: RunRow['error']; requiredAction?: RunRow['required_action']; state?: unknown } = {}) => {
+        await recorder.flush();
+        await runs.finish(child.id, { status, usage: state.usage, ...fields });
+      };
+      let outcome: LoopOutcome;
+      try {
+        outcome = await runLoop(
+          spec,
+          history,
+          {
+            ...context.io,
+            emit: (body: RunEventBody) => {
+              recorder.emit(body);
+              if (FORWARDED.has(body.type)) context.io.emit({ ...body, from: member.speaker } as RunEventBody);
+            },
+            persist: async () => {},
+          },
+          state,
+        );
+      } catch (error) {
+        account();
+        if (context.io.signal.aborted) {
+          recorder.emit({ type: 'RunCompleted', status: 'canceled', message: null, finish_reason: 'canceled', usage: state.usage });
+          await close('canceled');
+        } else {
+          const failure = error instanceof ApiError ? { code: error.code, message: error.message } : { code: 'internal_error' as const, message: 'The member run failed.' };
+          recorder.emit({ type: 'RunError', status: 'failed', error: failure });
+          await close('failed', { error: failure });
+        }
+        throw error;
+      }
+      account();
+      if (outcome.kind === 'requires_action') {
+        recorder.emit({ type: 'ToolRequest', session_id: context.sessionId, tool_calls: outcome.toolCalls, usage: state.usage });
+        await close('requires_action', { requiredAction: { type: 'submit_tool_outputs', tool_calls: outcome.toolCalls }, state: { history } });
+        throw new MemberHalt(outcome.toolCalls, member.speaker, child.id);
+      }
+      recorder.emit({ type: 'RunCompleted', status: 'completed', message: outcome.message, finish_reason: outcome.finishReason, usage: state.usage });
+      await close('completed');
+      return outcome.message;
+    };
+  }
+
+  function delegationTool(name: string, member: Member, run: (call: ToolCall, task: string) => Promise<string>): LoopTool {
+    return {
+      definition: {
+        type: 'function',
+        function: {
+          name,
+          description: `Delegates a sub-task to ${describe(member)} and answers with their result.`,
+          parameters: { type: 'object', properties: { task: { type: 'string', description: 'What they should do, in full.' } }, required: ['task'] },
+        },
+      },
+      async run(args, _signal, call) {
+        return { output: await run(call, typeof args.task === 'string' ? args.task : JSON.stringify(args)), isError: false };
+      },
+    };
+  }
+
+  function roster(plan: Plan, tools: Map<string, Member>, verb: string): string {
+    const lines = [...tools.entries()].map(([tool, member]) => `- ${describe(member)}: ${verb} with ${tool}`);
+    return `Your team:\n${lines.join('\n')}`;
+  }
+
+  function leaderBase(plan: Plan, extraInstructions: string): Pick<LoopSpec, 'model' | 'instructions' | 'settings' | 'maxSteps' | 'speaker'> {
+    const own = plan.memberLeader ? plan.memberLeader.agent.instructions : (plan.team.instructions ?? 'You lead a team of agents.');
+    return {
+      model: plan.team.leader.model,
+      instructions: [own, extraInstructions].filter(Boolean).join('\n\n'),
+      settings: { ...(plan.memberLeader?.agent.model_settings ?? {}), ...plan.input.modelSettings },
+      maxSteps: plan.team.max_steps,
+      speaker: plan.leaderSpeaker,
+    };
+  }
+
+  /** The leader's own tools: a member leader keeps its agent's; request tools go to the leader. */
+  function leaderOwnTools(plan: Plan, context: TurnContext): { client: FunctionTool[]; server: LoopTool[] } {
+    const leader = plan.memberLeader?.agent;
+    return {
+      client: plan.clientTools ? [...(leader?.tools ?? []), ...(plan.input.tools ?? [])] : [],
+      server: leader ? engine.serverToolsOf(leader, plan.input, () => context.io.signal) : [],
+    };
+  }
+
+  async function coordinate(
+    context: TurnContext,
+    plan: Plan,
+    runMember: RunMember,
+    resumeWith: { runId: string; results: ChatMessage[] } | undefined,
+    saved: TeamRunState,
+    finish: Finish,
+  ) {
+    const tools = toolNames(plan.others, 'ask_');
+    let resuming = resumeWith && saved.member ? { ...resumeWith, callId: saved.member.callId } : undefined;
+    let halted: TeamRunState['member'];
+    const delegations = [...tools.entries()].map(([name, member]) =>
+      delegationTool(name, member, async (call, task) => {
+        const resume = resuming?.callId === call.id ? resuming : undefined;
+        resuming = undefined;
+        try {
+          const message = await runMember(member, resume ? { runId: resume.runId, results: resume.results } : { task });
+          return message ? textOf(message.content) : '';
+        } catch (error) {
+          if (error instanceof MemberHalt) halted = { runId: error.runId, agentId: member.agent.id, callId: call.id };
+          if (error instanceof HaltForClient || context.io.signal.aborted) throw error;
+          return `${member.agent.name} could not do it: ${error instanceof Error ? error.message : 'the run failed'}.`;
+        }
+      }),
+    );
+    const own = leaderOwnTools(plan, context);
+    const spec: LoopSpec = {
+      ...leaderBase(plan, tools.size ? `${roster(plan, tools, 'delegate')}\nDelegate sub-tasks with these tools, then write the final answer from their results.` : ''),
+      clientTools: own.client,
+      serverTools: [...own.server, ...delegations],
+    };
+    const outcome = await runLoop(spec, context.history, context.io, context.state, saved.pending ?? []);
+    if (outcome.kind === 'requires_action') return finish(outcome, plan.leaderSpeaker, { ...(halted ? { member: halted } : {}), pending: outcome.pending ?? [] });
+    return finish(outcome, plan.leaderSpeaker);
+  }
+
+  /** The member's answer becomes the team's: it joins the session's history as an assistant message. */
+  async function adopt(context: TurnContext, message: AssistantMessage | null): Promise<AssistantMessage> {
+    const answer: AssistantMessage = { role: 'assistant', content: message ? textOf(message.content) : '' };
+    context.state.produced.push(answer);
+    await context.io.persist([answer]);
+    return answer;
+  }
+
+  async function route(
+    context: TurnContext,
+    plan: Plan,
+    runMember: RunMember,
+    resumeWith: { runId: string; results: ChatMessage[] } | undefined,
+    saved: TeamRunState,
+    finish: Finish,
+  ) {
+    let chosen: Member | undefined = saved.member ? plan.members.find((m) => m.agent.id === saved.member!.agentId) : undefined;
+    if (!resumeWith || !chosen) {
+      chosen = undefined;
+      const tools = toolNames(plan.others.length ? plan.others : plan.members, 'route_to_');
+      const spec: LoopSpec = {
+        ...leaderBase(plan, `${roster(plan, tools, 'hand the request over')}\nPick the one member who should answer.`),
+        settings: { ...leaderBase(plan, '').settings, tool_choice: 'required' },
+        clientTools: [],
+        serverTools: [...tools.entries()].map(([name, member]) => ({
+          definition: { type: 'function', function: { name, description: `Hands the request to ${describe(member)}.`, parameters: { type: 'object', properties: {} } } },
+          async run() {
+            chosen ??= member;
+            return { output: `Handed to ${member.agent.name}.`, isError: false };
+          },
+        })),
+        maxSteps: 1,
+      };
+      const picked = await runLoop(spec, context.history, context.io, context.state);
+      if (!chosen) return finish(picked, plan.leaderSpeaker);
+    }
+    const member: Member = chosen;
+    try {
+      const message = await runMember(member, resumeWith && saved.member ? { runId: resumeWith.runId, results: resumeWith.results } : { task: lastUserText(context.history) });
+      return finish({ kind: 'completed', message: await adopt(context, message), finishReason: 'stop' }, member.speaker);
+    } catch (error) {
+      if (error instanceof MemberHalt) {
+        return finish({ kind: 'requires_action', toolCalls: error.toolCalls, from: error.from }, member.speaker, { member: { runId: error.runId, agentId: member.agent.id, callId: null } });
+      }
+      throw error;
+    }
+  }
+
+  async function broadcast(
+    context: TurnContext,
+    plan: Plan,
+    runMember: RunMember,
+    resumeWith: { runId: string; results: ChatMessage[] } | undefined,
+    saved: TeamRunState,
+    finish: Finish,
+  ) {
+    const asked = plan.others.length ? plan.others : plan.members;
+    const answers = [...(saved.answers ?? [])];
+    let remaining = saved.remaining ?? asked.map((member) => member.agent.id);
+    const task = lastUserText(context.history);
+    for (const agentId of [...remaining]) {
+      const member = asked.find((m) => m.agent.id === agentId);
+      if (!member) continue;
+      const resume = resumeWith && saved.member?.agentId === agentId ? resumeWith : undefined;
+      try {
+        const message = await runMember(member, resume ? { runId: resume.runId, results: resume.results } : { task });
+        answers.push({ agentId, text: message ? textOf(message.content) : '' });
+      } catch (error) {
+        if (error instanceof MemberHalt) {
+          return finish({ kind: 'requires_action', toolCalls: error.toolCalls, from: error.from }, member.speaker, {
+            member: { runId: error.runId, agentId, callId: null },
+            answers,
+            remaining,
+          });
+        }
+        if (context.io.signal.aborted) throw error;
+        answers.push({ agentId, text: `(no answer: ${error instanceof Error ? error.message : 'the run failed'})` });
+      }
+      remaining = remaining.filter((id) => id !== agentId);
+    }
+    const summary = answers
+      .map((answer) => {
+        const member = asked.find((m) => m.agent.id === answer.agentId);
+        return `${member ? describe(member) : answer.agentId}: ${answer.text}`;
+      })
+      .join('\n\n');
+    const spec: LoopSpec = { ...leaderBase(plan, ''), clientTools: [], serverTools: [] };
+    // The synthesis prompt is the leader's working, not the conversation: it is not stored.
+    const working: ChatMessage[] = [...context.history, { role: 'user', content: `Your team answered the request:\n\n${summary}\n\nWrite the final answer.` }];
+    const outcome = await runLoop(spec, working, context.io, context.state);
+    return finish(outcome, plan.leaderSpeaker);
+  }
+
+  return { startTeamTurn };
+}
+
+export type TeamRunner = ReturnType<typeof createTeamRunner>;

@@ -1,0 +1,209 @@
+// Records usage as it happens: every model call's tokens per user, API key and model, with monthly and
+// daily rollups so that quota checks and GET /v1/account/usage read a row instead of scanning.
+// Records are written by group commit: the first one goes out at once, and those that arrive while a
+// write is under way go together in the next statement, so that under load the store sees one write per
+// batch rather than one per call. `record` resolves once its record is stored. Callers that do not wait
+// for that (the model endpoints, which answer first) defer their records, which then gather for the
+// batch window before they are written.
+import type { Queryable, SqlValue } from '../store/db.ts';
+
+export type UsageKind = 'chat' | 'completion' | 'embedding' | 'run';
+
+export interface UsageRecord {
+  userId: string;
+  apiKeyId: string | null;
+  model: string;
+  kind: UsageKind;
+  promptTokens: number;
+  completionTokens: number;
+}
+
+/** The first day of `time`'s UTC month, as `YYYY-MM-01`. */
+export function monthOf(time: number): string {
+  return new Date(time).toISOString().slice(0, 8) + '01';
+}
+
+export function dayOf(time: number): string {
+  return new Date(time).toISOString().slice(0, 10);
+}
+
+export interface UsageMeterOptions {
+  /**
+   * How long a user's token total for the month may be served from memory, in milliseconds (0: always
+   * read). This process's own records count at once; other processes' within this time.
+   */
+  monthlyCacheMs?: number;
+  /** Records per statement at most. */
+  maxBatch?: number;
+  /**
+   * How long deferred records gather before they are written, in milliseconds (0: at once). Writes block
+   * PGlite, which runs on the main thread; gathering for a while turns one write per call into one per
+   * interval. A record that is not deferred ends the window at once.
+   */
+  batchWindowMs?: number;
+}
+
+interface Pending {
+  usage: UsageRecord;
+  at: number;
+  /** monthOf(at), computed once. */
+  period: string;
+  deferred: boolean;
+  resolve(): void;
+  reject(error: unknown): void;
+}
+
+const COLUMNS_PER_RECORD = 9;
+
+/** One statement that stores `batch` and adds it to the monthly rollups, grouped per user and month. */
+function batchStatement(batch: readonly Pending[]): { sql: string; params: SqlValue[] } {
+  const params: SqlValue[] = [];
+  const rows = batch.map(({ usage, at, period }, i) => {
+    const n = i * COLUMNS_PER_RECORD;
+    params.push(usage.userId, usage.apiKeyId, usage.model, usage.kind, usage.promptTokens, usage.completionTokens, usage.promptTokens + usage.completionTokens, new Date(at), period);
+    return `($${n + 1}::text, $${n + 2}::text, $${n + 3}::text, $${n + 4}::text, $${n + 5}::int, $${n + 6}::int, $${n + 7}::int, $${n + 8}::timestamptz, $${n + 9}::date)`;
+  });
+  // One statement, so that records and rollups land together without a transaction's round trips.
+  const sql = `WITH input (user_id, api_key_id, model, kind, prompt_tokens, completion_tokens, total_tokens, created_at, period) AS (
+       VALUES ${rows.join(', ')}
+     ),
+     records AS (
+       INSERT INTO usage_records (user_id, api_key_id, model, kind, prompt_tokens, completion_tokens, total_tokens, created_at)
+       SELECT user_id, api_key_id, model, kind, prompt_tokens, completion_tokens, total_tokens, created_at FROM input
+     )
+     INSERT INTO usage_monthly (user_id, period, requests, tokens)
+     SELECT user_id, period, count(*), sum(total_tokens) FROM input GROUP BY user_id, period
+     ON CONFLICT (user_id, period) DO UPDATE
+       SET requests = usage_monthly.requests + EXCLUDED.requests, tokens = usage_monthly.tokens + EXCLUDED.tokens`;
+  return { sql, params };
+}
+
+export function createUsageMeter(db: Queryable, clock: () => number, options: UsageMeterOptions = {}) {
+  const monthlyCacheMs = options.monthlyCacheMs ?? 0;
+  const maxBatch = options.maxBatch ?? 500;
+  const batchWindowMs = options.batchWindowMs ?? 0;
+  const queue: Pending[] = [];
+  let writing: Promise<void> | undefined;
+  /** Ends the batch window early (flush). */
+  let endWindow: (() => void) | undefined;
+  /** Tokens recorded but not yet stored, per user and month, so that totals read meanwhile include them. */
+  const unstored = new Map<string, number>();
+  const monthly = new Map<string, { period: string; tokens: number; expiresAt: number }>();
+
+  const addUnstored = (pending: Pending, sign: 1 | -1) => {
+    const key = `${pending.usage.userId} ${pending.period}`;
+    const tokens = (unstored.get(key) ?? 0) + sign * (pending.usage.promptTokens + pending.usage.completionTokens);
+    if (tokens === 0) unstored.delete(key);
+    else unstored.set(key, tokens);
+  };
+
+  async function store(batch: Pending[]): Promise<void> {
+    try {
+      const { sql, params } = batchStatement(batch);
+      await db.query(sql, params);
+      for (const pending of batch) {
+        addUnstored(pending, -1);
+        pending.resolve();
+      }
+    } catch (error) {
+      if (batch.length === 1) {
+        addUnstored(batch[0]!, -1);
+        batch[0]!.reject(error);
+        return;
+      }
+      // One bad record (its user deleted meanwhile, say) must not cost the others theirs.
+      for (const pending of batch) await store([pending]);
+    }
+  }
+
+  function drain(): void {
+    if (writing) return;
+    writing = (async () => {
+      // Records from the same turn of the event loop, or of the batch window, go out together.
+      if (batchWindowMs > 0 && queue.every((pending) => pending.deferred)) {
+        await new Promise<void>((resolve) => {
+          const timer = setTimeout(resolve, batchWindowMs);
+          endWindow = () => {
+            clearTimeout(timer);
+            resolve();
+          };
+        });
+        endWindow = undefined;
+      } else {
+        await null;
+      }
+      while (queue.length > 0) {
+        await store(queue.splice(0, maxBatch));
+      }
+    })().finally(() => {
+      writing = undefined;
+      if (queue.length > 0) drain();
+    });
+  }
+
+  return {
+    /** Stores a record; `defer` lets it wait for the batch window, for callers that do not wait for it. */
+    record(usage: UsageRecord, options: { defer?: boolean } = {}): Promise<void> {
+      const at = clock();
+      const period = monthOf(at);
+      const cached = monthly.get(usage.userId);
+      if (cached?.period === period) cached.tokens += usage.promptTokens + usage.completionTokens;
+      return new Promise<void>((resolve, reject) => {
+        const pending = { usage, at, period, deferred: options.defer === true, resolve, reject };
+        queue.push(pending);
+        addUnstored(pending, 1);
+        drain();
+        if (!options.defer) endWindow?.();
+      });
+    },
+
+    /** Writes what is waiting now and resolves once every record so far is stored (or has failed). */
+    async flush(): Promise<void> {
+      while (writing) {
+        endWindow?.();
+        await writing;
+      }
+    },
+
+    /** Counts one run started today. */
+    async recordRun(userId: string): Promise<void> {
+      await db.query(
+        `INSERT INTO usage_daily (user_id, day, runs) VALUES ($1, $2, 1)
+         ON CONFLICT (user_id, day) DO UPDATE SET runs = usage_daily.runs + 1`,
+        [userId, dayOf(clock())],
+      );
+    },
+
+    async tokensThisMonth(userId: string): Promise<number> {
+      const period = monthOf(clock());
+      const cached = monthly.get(userId);
+      if (cached?.period === period && cached.expiresAt > performance.now()) return cached.tokens;
+      const rows = await db.query<{ tokens: number }>('SELECT tokens FROM usage_monthly WHERE user_id = $1 AND period = $2', [userId, period]);
+      const tokens = (rows[0]?.tokens ?? 0) + (unstored.get(`${userId} ${period}`) ?? 0);
+      if (monthlyCacheMs > 0) {
+        monthly.delete(userId);
+        // Maps iterate in insertion order: the first key is the oldest entry.
+        if (monthly.size >= 10_000) monthly.delete(monthly.keys().next().value!);
+        monthly.set(userId, { period, tokens, expiresAt: performance.now() + monthlyCacheMs });
+      }
+      return tokens;
+    },
+
+    async runsToday(userId: string): Promise<number> {
+      const rows = await db.query<{ runs: number }>('SELECT runs FROM usage_daily WHERE user_id = $1 AND day = $2', [userId, dayOf(clock())]);
+      return rows[0]?.runs ?? 0;
+    },
+
+    /** Token totals per model since `since`. */
+    async byModel(userId: string, since: Date) {
+      return db.query<{ model: string; requests: number; prompt_tokens: number; completion_tokens: number; total_tokens: number }>(
+        `SELECT model, count(*)::int8 AS requests, sum(prompt_tokens)::int8 AS prompt_tokens,
+                sum(completion_tokens)::int8 AS completion_tokens, sum(total_tokens)::int8 AS total_tokens
+         FROM usage_records WHERE user_id = $1 AND created_at >= $2 GROUP BY model ORDER BY model`,
+        [userId, since],
+      );
+    },
+  };
+}
+
+export type UsageMeter = ReturnType<typeof createUsageMeter>;
