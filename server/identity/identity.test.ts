@@ -159,6 +159,29 @@ describe.each(await availableEngines())('identity on %s', (engine) => {
       expect(limited.headers.get('ratelimit-policy')).toContain('q=5');
       expect((await limited.json()).error.code).toBe('rate_limited');
     });
+
+    it('rate-limits requests per client address, whatever the email', async () => {
+      // Its own app, so that its limiter starts empty and the other tests keep theirs.
+      const fresh = await startTestServer({ engine, shareDatabaseWith: server, env: { SMTP_URL: smtp.url } });
+      try {
+        const statuses: number[] = [];
+        for (let i = 0; i < 21; i++) {
+          const email = `many-${engine}-${i}@example.com`;
+          statuses.push((await fresh.client().POST('/v1/auth/magic-link', { body: { email } })).response.status);
+        }
+        expect(statuses).toEqual([...Array<number>(20).fill(202), 429]);
+        const limited = await fetch(`${fresh.url}/v1/auth/magic-link`, {
+          method: 'POST',
+          headers: { 'Content-Type': 'application/json' },
+          body: JSON.stringify({ email: `fresh-${engine}@example.com` }),
+        });
+        expect(limited.status).toBe(429);
+        expect(limited.headers.get('ratelimit-policy')).toContain('q=20');
+        expect((await limited.json()).error.code).toBe('rate_limited');
+      } finally {
+        await fresh.close();
+      }
+    });
   });
 
   describe('access tokens', () => {
