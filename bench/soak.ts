@@ -8,15 +8,15 @@
 // and at the end of the settle period, and exits non-zero when there were errors, when streams or runs
 // were left open, or when the end is not within the tolerance of the start.
 //   npm run soak -- --seconds 60 [--settle 30] [--warmup 10] [--concurrency 16] [--database-url postgres://…]
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer as createNetServer, type AddressInfo } from 'node:net';
 import { cpus, tmpdir } from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { unlimitedPlanEnv } from '../server/testing/plans.ts';
+import { freePort, runScript, spawnNode } from '../server/testing/processes.ts';
 
 const MB = 1024 * 1024;
 /**
@@ -55,7 +55,6 @@ const warmupSeconds = positive('warmup', values.warmup, 0);
 const concurrency = positive('concurrency', values.concurrency, 1);
 const databaseUrl = values['database-url'];
 
-const root = fileURLToPath(new URL('../', import.meta.url));
 const resultsDir = fileURLToPath(new URL('./results/', import.meta.url));
 
 interface Child {
@@ -65,41 +64,14 @@ interface Child {
   stop(): Promise<number | null>;
 }
 
-/** Starts a child whose output is read line by line, never left to fill its pipe. */
+/** Starts a child, keeping the lines of its output that report a problem. */
 function startChild(args: string[], env: Record<string, string>, onLine: (line: string) => void = () => undefined): Child {
-  const child = spawn(process.execPath, args, { cwd: root, env: { PATH: process.env.PATH ?? '', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
-  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
   const problems: string[] = [];
-  const reader = (isStderr: boolean) => {
-    let buffer = '';
-    return (chunk: Buffer) => {
-      buffer += chunk.toString();
-      const lines = buffer.split('\n');
-      buffer = lines.pop() ?? '';
-      for (const line of lines) {
-        onLine(line);
-        if (isStderr ? line.trim() !== '' : /"level":(5|6)0/.test(line)) problems.push(line);
-      }
-    };
-  };
-  child.stdout!.on('data', reader(false));
-  child.stderr!.on('data', reader(true));
-  return {
-    child,
-    problems,
-    async stop() {
-      if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
-      return exited;
-    },
-  };
-}
-
-async function freePort(): Promise<number> {
-  const probe = createNetServer();
-  await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve));
-  const { port } = probe.address() as AddressInfo;
-  await new Promise((resolve) => probe.close(resolve));
-  return port;
+  const started = spawnNode(args, env, (line, from) => {
+    onLine(line);
+    if (from === 'stderr' ? line.trim() !== '' : /"level":(5|6)0/.test(line)) problems.push(line);
+  });
+  return { child: started.child, problems, stop: () => started.kill('SIGTERM') };
 }
 
 async function untilHealthy(url: string, child: ChildProcess): Promise<void> {
@@ -112,21 +84,6 @@ async function untilHealthy(url: string, child: ChildProcess): Promise<void> {
     }
     await sleep(100);
   }
-}
-
-async function createKey(env: Record<string, string>): Promise<string> {
-  const script = spawn(process.execPath, ['scripts/create-key.ts', '--email', 'soak@example.com', '--name', 'soak'], {
-    cwd: root,
-    env: { PATH: process.env.PATH ?? '', ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let out = '';
-  let err = '';
-  script.stdout.on('data', (chunk: Buffer) => (out += chunk.toString()));
-  script.stderr.on('data', (chunk: Buffer) => (err += chunk.toString()));
-  const code = await new Promise<number | null>((resolve) => script.once('exit', resolve));
-  if (code !== 0) throw new Error(`create-key exited with ${code}: ${err}`);
-  return out.trim();
 }
 
 function rssBytes(pid: number): number {
@@ -252,7 +209,7 @@ async function main(): Promise<number> {
       ...unlimitedPlanEnv(),
       ...(databaseUrl ? { DATABASE_URL: databaseUrl } : {}),
     };
-    const apiKey = await createKey(env);
+    const apiKey = await runScript('scripts/create-key.ts', ['--email', 'soak@example.com', '--name', 'soak'], env);
     const port = await freePort();
     const base = `http://127.0.0.1:${port}`;
     const server = startChild(['server/main.ts'], { ...env, PORT: String(port), HOST: '127.0.0.1' });

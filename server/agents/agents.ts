@@ -4,6 +4,7 @@ import { ApiError, notFound } from '../http/errors.ts';
 import type { ModelGateway } from '../models/gateway.ts';
 import { one, type Queryable } from '../store/db.ts';
 import { newId } from '../store/ids.ts';
+import { ownedRows } from '../store/owned.ts';
 import { cursorOf, limitOf, toPage, type Page, type PageRequest } from '../store/pagination.ts';
 import { serverToolNames } from '../tools/registry.ts';
 
@@ -179,21 +180,7 @@ export function createAgentStore({ db, models, knowledge }: AgentStoreDeps) {
       return toAgent(row);
     },
 
-    async remove(userId: string, agentId: string): Promise<void> {
-      const rows = await db.query('DELETE FROM agents WHERE id = $1 AND user_id = $2 RETURNING id', [agentId, userId]);
-      if (rows.length === 0) throw notFound('agent', agentId);
-    },
-
-    /** Every agent's id and creation time, for listing them as models. */
-    async all(userId: string): Promise<{ id: string; created_at: string }[]> {
-      const rows = await db.query<{ id: string; created_at: Date }>('SELECT id, created_at FROM agents WHERE user_id = $1 ORDER BY id DESC', [userId]);
-      return rows.map((row) => ({ id: row.id, created_at: row.created_at.toISOString() }));
-    },
-
-    async count(userId: string): Promise<number> {
-      const row = await one<{ n: number }>(db, 'SELECT count(*)::int AS n FROM agents WHERE user_id = $1', [userId]);
-      return row?.n ?? 0;
-    },
+    ...ownedRows(db, 'agents', 'agent'),
   };
 }
 

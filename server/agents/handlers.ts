@@ -2,11 +2,21 @@ import type { components } from '../../generated/openapi.gen.ts';
 import { ApiError } from '../http/errors.ts';
 import type { AppHandlers, RequestContext } from '../http/operations.ts';
 import type { Principal } from '../http/auth.ts';
-import type { RunEngine, RunHandle, TurnResult } from '../runs/engine.ts';
+import type { AgentTurnInput, RunEngine, RunHandle, TurnResult } from '../runs/engine.ts';
 import { toFrame } from '../runs/events.ts';
 import type { AgentStore } from './agents.ts';
 
 export type ChatTurn = components['schemas']['ChatTurn'];
+
+/** A turn's input as the request that starts it gives it, whichever agent or team the route names. */
+export type TurnRequest = Omit<AgentTurnInput, 'agentId'>;
+
+/** Starts a turn of the agent or team a route names. */
+export type StartTurn = (input: TurnRequest, options: { resumable: boolean }) => Promise<RunHandle>;
+
+export function agentTurn(engine: RunEngine, agentId: string): StartTurn {
+  return (input, options) => engine.startAgentTurn({ ...input, agentId }, options);
+}
 
 export function toChatTurn(result: TurnResult): ChatTurn {
   return {
@@ -61,6 +71,24 @@ export async function answerTurn(handle: RunHandle, stream: boolean, request: Re
   }
 }
 
+/** POST /v1/agents/{agentId}/chat and POST /v1/teams/{teamId}/chat: a turn over the request's messages. */
+export async function chat(request: { auth: Principal; body: components['schemas']['ChatRequest'] } & RequestContext, start: StartTurn) {
+  const { auth, body } = request;
+  const stream = body.stream === true || request.acceptsEventStream;
+  const handle = await start(
+    {
+      userId: auth.userId,
+      apiKeyId: apiKeyOf(auth),
+      conversation: { sessionId: body.session_id, messages: body.messages },
+      tools: body.tools,
+      modelSettings: body.model_settings,
+      metadata: body.metadata,
+    },
+    { resumable: stream },
+  );
+  return answerTurn(handle, stream, request);
+}
+
 export function agentHandlers(deps: { agents: AgentStore; engine: RunEngine; teams: { teamsOfAgent(agentId: string): Promise<string[]> } }) {
   return {
     async createAgent({ auth, body }) {
@@ -91,21 +119,7 @@ export function agentHandlers(deps: { agents: AgentStore; engine: RunEngine; tea
     },
 
     async chatWithAgent(request) {
-      const { auth, params, body } = request;
-      const stream = body.stream === true || request.acceptsEventStream;
-      const handle = await deps.engine.startAgentTurn(
-        {
-          userId: auth.userId,
-          apiKeyId: apiKeyOf(auth),
-          agentId: params.agentId,
-          conversation: { sessionId: body.session_id, messages: body.messages },
-          tools: body.tools,
-          modelSettings: body.model_settings,
-          metadata: body.metadata,
-        },
-        { resumable: stream },
-      );
-      return answerTurn(handle, stream, request);
+      return chat(request, agentTurn(deps.engine, request.params.agentId));
     },
   } satisfies Partial<AppHandlers>;
 }

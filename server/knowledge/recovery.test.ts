@@ -41,6 +41,18 @@ describe.each(await availableEngines())('knowledge recovery on %s', (engine) => 
       config: server.services.config.knowledge,
     });
 
+  /** Starts an instance as a restart does, lets it finish what is pending, then checks it and closes it. */
+  async function restart(check: (restarted: Awaited<ReturnType<typeof instance>>) => Promise<void>): Promise<void> {
+    const restarted = await instance(Date.now);
+    try {
+      await restarted.start();
+      await restarted.processPending();
+      await check(restarted);
+    } finally {
+      await restarted.close();
+    }
+  }
+
   /** A document as a worker leaves it mid-way: processing, one stray chunk stored, its lease as given. */
   async function leftProcessing(text: string, leaseUntil: Date | null, collection = 'notes'): Promise<string> {
     const id = newId('doc');
@@ -90,26 +102,12 @@ describe.each(await availableEngines())('knowledge recovery on %s', (engine) => 
 
   it('picks up at start-up a document a shutdown left without a lease', async () => {
     const id = await leftProcessing('# Shutdown\n\nThe server stopped before this was embedded.', null);
-    const restarted = await instance(Date.now);
-    try {
-      await restarted.start();
-      await restarted.processPending();
-      expect(await stateOf(id)).toMatchObject({ status: 'ready', chunk_count: 1 });
-    } finally {
-      await restarted.close();
-    }
+    await restart(async () => expect(await stateOf(id)).toMatchObject({ status: 'ready', chunk_count: 1 }));
   });
 
   it.runIf(engine === 'pglite')('on PGlite, which one process owns, picks up at start-up even a document still under lease', async () => {
     const id = await leftProcessing('# Restart\n\nThe process was killed mid-request.', new Date(Date.now() + 60_000));
-    const restarted = await instance(Date.now);
-    try {
-      await restarted.start();
-      await restarted.processPending();
-      expect(await stateOf(id)).toMatchObject({ status: 'ready', chunk_count: 1 });
-    } finally {
-      await restarted.close();
-    }
+    await restart(async () => expect(await stateOf(id)).toMatchObject({ status: 'ready', chunk_count: 1 }));
   });
 
   // Only where documents are embedded (pgvector): elsewhere there is no model call to interrupt.
@@ -125,26 +123,14 @@ describe.each(await availableEngines())('knowledge recovery on %s', (engine) => 
     expect(row).toEqual({ status: 'processing', lease_until: null });
 
     upstream.release();
-    const restarted = await instance(Date.now);
-    try {
-      await restarted.start();
-      await restarted.processPending();
-      expect(await stateOf(id)).toMatchObject({ status: 'ready', chunk_count: 1 });
-    } finally {
-      await restarted.close();
-    }
+    await restart(async () => expect(await stateOf(id)).toMatchObject({ status: 'ready', chunk_count: 1 }));
   });
 
   it('makes searchable what it recovered', async () => {
     const id = await leftProcessing('# Lighthouse\n\nThe keeper trims the wick at dusk.', null);
-    const restarted = await instance(Date.now);
-    try {
-      await restarted.start();
-      await restarted.processPending();
+    await restart(async (restarted) => {
       const found = await restarted.search(user.userId, { query: 'keeper trims the wick', mode: 'keyword', top_k: 1 }, { apiKeyId: null });
       expect(found.results.map((r) => r.document_id)).toEqual([id]);
-    } finally {
-      await restarted.close();
-    }
+    });
   });
 });

@@ -14,17 +14,6 @@ export interface GuardDeps {
   quotas: Quotas;
 }
 
-const MODEL_OPERATIONS: readonly OperationId[] = [
-  'createChatCompletion',
-  'createCompletion',
-  'createEmbedding',
-  'chatWithAgent',
-  'chatWithTeam',
-  'processAgentRequest',
-  'processTeamRequest',
-  'respondWithAgent',
-  'respondWithTeam',
-];
 const RUN_OPERATIONS: readonly OperationId[] = [
   'chatWithAgent',
   'chatWithTeam',
@@ -33,6 +22,8 @@ const RUN_OPERATIONS: readonly OperationId[] = [
   'respondWithAgent',
   'respondWithTeam',
 ];
+/** A run calls models too, so it spends tokens as well as a run. */
+const MODEL_OPERATIONS: readonly OperationId[] = ['createChatCompletion', 'createCompletion', 'createEmbedding', ...RUN_OPERATIONS];
 const RESOURCE_OPERATIONS: Partial<Record<OperationId, readonly QuotaMetric[]>> = {
   createAgent: ['agents'],
   createTeam: ['teams'],

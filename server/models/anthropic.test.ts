@@ -1,22 +1,13 @@
 // The anthropic provider, both ways: OpenAI requests from the official `openai` SDK go through the real app
 // to a real Messages API server on loopback, and its answers and streams come back as OpenAI's.
-import OpenAI, { APIError } from 'openai';
+import OpenAI from 'openai';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { startFakeAnthropic, type FakeAnthropic } from '../testing/fake-anthropic.ts';
 import { startTestServer, type TestServer } from '../testing/harness.ts';
+import { failure } from '../testing/models.ts';
 
 const ANTHROPIC_KEY = 'sk-ant-test-secret-key-0003';
 const MODEL = 'claude-test-1';
-
-async function failure(promise: Promise<unknown>): Promise<APIError> {
-  try {
-    await promise;
-  } catch (error) {
-    if (error instanceof APIError) return error;
-    throw error;
-  }
-  throw new Error('expected the call to fail');
-}
 
 const PNG = 'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==';
 

@@ -1,26 +1,13 @@
 // The OpenAI-compatible endpoints through the official `openai` SDK, against the real app with response
 // validation on, backed by the local model and by two real OpenAI-speaking servers on loopback.
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
-import OpenAI, { APIError } from 'openai';
+import OpenAI from 'openai';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { stringify } from 'yaml';
 import { startFakeOpenAI, type FakeOpenAI } from '../testing/fake-openai.ts';
 import { startTestServer, type TestServer } from '../testing/harness.ts';
+import { failure, writeModelsFile, type ModelsFile } from '../testing/models.ts';
 
 const PRIMARY_KEY = 'sk-primary-upstream-secret-0001';
 const BACKUP_KEY = 'sk-backup-upstream-secret-0002';
-
-async function failure(promise: Promise<unknown>): Promise<APIError> {
-  try {
-    await promise;
-  } catch (error) {
-    if (error instanceof APIError) return error;
-    throw error;
-  }
-  throw new Error('expected the call to fail');
-}
 
 function decodeFloat32(base64: string): number[] {
   const bytes = Buffer.from(base64, 'base64');
@@ -33,29 +20,24 @@ describe('OpenAI-compatible endpoints', () => {
   let backup: FakeOpenAI;
   let client: OpenAI;
   let apiKey: string;
-  let dir: string;
+  let catalog: ModelsFile;
 
   beforeAll(async () => {
     primary = await startFakeOpenAI({ apiKey: PRIMARY_KEY });
     backup = await startFakeOpenAI({ apiKey: BACKUP_KEY });
-    dir = mkdtempSync(path.join(tmpdir(), 'oaa-models-'));
-    const file = path.join(dir, 'models.yaml');
-    writeFileSync(
-      file,
-      stringify({
-        providers: [
-          { name: 'primary', type: 'openai-compatible', base_url: primary.url, api_key_env: 'PRIMARY_KEY', timeout_seconds: 1 },
-          { name: 'backup', type: 'openai-compatible', base_url: backup.url, api_key_env: 'BACKUP_KEY', timeout_seconds: 1 },
-        ],
-        models: [
-          { id: 'gpt-main', provider: 'primary', upstream: 'gpt-4o-mini', capabilities: ['chat', 'completions'], fallbacks: ['gpt-backup'] },
-          { id: 'gpt-alone', provider: 'primary', upstream: 'gpt-4o-mini', capabilities: ['chat', 'completions'] },
-          { id: 'gpt-backup', provider: 'backup', upstream: 'backup-model', capabilities: ['chat', 'completions'] },
-          { id: 'embed-up', provider: 'primary', upstream: 'text-embedding-3-small', capabilities: ['embeddings'] },
-        ],
-      }),
-    );
-    server = await startTestServer({ env: { MODELS_FILE: file, PRIMARY_KEY, BACKUP_KEY } });
+    catalog = writeModelsFile('oaa-models-', {
+      providers: [
+        { name: 'primary', type: 'openai-compatible', base_url: primary.url, api_key_env: 'PRIMARY_KEY', timeout_seconds: 1 },
+        { name: 'backup', type: 'openai-compatible', base_url: backup.url, api_key_env: 'BACKUP_KEY', timeout_seconds: 1 },
+      ],
+      models: [
+        { id: 'gpt-main', provider: 'primary', upstream: 'gpt-4o-mini', capabilities: ['chat', 'completions'], fallbacks: ['gpt-backup'] },
+        { id: 'gpt-alone', provider: 'primary', upstream: 'gpt-4o-mini', capabilities: ['chat', 'completions'] },
+        { id: 'gpt-backup', provider: 'backup', upstream: 'backup-model', capabilities: ['chat', 'completions'] },
+        { id: 'embed-up', provider: 'primary', upstream: 'text-embedding-3-small', capabilities: ['embeddings'] },
+      ],
+    });
+    server = await startTestServer({ env: { MODELS_FILE: catalog.file, PRIMARY_KEY, BACKUP_KEY } });
     ({ apiKey } = await server.signUp());
     client = new OpenAI({ baseURL: `${server.url}/v1`, apiKey, maxRetries: 0 });
   });
@@ -64,7 +46,7 @@ describe('OpenAI-compatible endpoints', () => {
     await server?.close();
     await primary?.close();
     await backup?.close();
-    rmSync(dir, { recursive: true, force: true });
+    catalog?.remove();
   });
 
   beforeEach(() => {
@@ -205,8 +187,7 @@ describe('OpenAI-compatible endpoints', () => {
 
   describe('chat completions through an OpenAI-compatible upstream', () => {
     it('passes the OpenAI fields through, with the upstream model id and the upstream key, not the caller’s', async () => {
-      const completion = await client.chat.completions.create({
-        model: 'gpt-main',
+      const fields = {
         messages: [
           { role: 'developer', content: 'Answer in French.' },
           { role: 'user', content: [{ type: 'text', text: 'Describe' }, { type: 'image_url', image_url: { url: 'https://example.com/cat.png', detail: 'low' } }] },
@@ -224,6 +205,10 @@ describe('OpenAI-compatible endpoints', () => {
         tools: [{ type: 'function', function: { name: 'noop', parameters: { type: 'object' } } }],
         tool_choice: 'auto',
         parallel_tool_calls: false,
+      } satisfies Omit<OpenAI.ChatCompletionCreateParamsNonStreaming, 'model'>;
+      const completion = await client.chat.completions.create({
+        model: 'gpt-main',
+        ...fields,
         // @ts-expect-error a field this server does not know is accepted and not passed on
         unknown_field: 1,
       });
@@ -231,26 +216,7 @@ describe('OpenAI-compatible endpoints', () => {
       expect(completion.choices).toHaveLength(2);
       const seen = primary.requests[0]!;
       expect(seen.headers.authorization).toBe(`Bearer ${PRIMARY_KEY}`);
-      expect(seen.body).toEqual({
-        model: 'gpt-4o-mini',
-        messages: [
-          { role: 'developer', content: 'Answer in French.' },
-          { role: 'user', content: [{ type: 'text', text: 'Describe' }, { type: 'image_url', image_url: { url: 'https://example.com/cat.png', detail: 'low' } }] },
-        ],
-        temperature: 0.2,
-        top_p: 0.9,
-        seed: 7,
-        user: 'user-42',
-        stop: ['\n\n'],
-        max_completion_tokens: 50,
-        n: 2,
-        logprobs: true,
-        top_logprobs: 2,
-        response_format: { type: 'json_object' },
-        tools: [{ type: 'function', function: { name: 'noop', parameters: { type: 'object' } } }],
-        tool_choice: 'auto',
-        parallel_tool_calls: false,
-      });
+      expect(seen.body).toEqual({ model: 'gpt-4o-mini', ...fields });
     });
 
     it('relays parallel tool calls and then the tool results', async () => {

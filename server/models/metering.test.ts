@@ -1,17 +1,14 @@
 // Usage metering of the model endpoints on both engines: one record per call with the tokens the model
 // reported, per user, API key and model; and no credential, ours or the upstream's, in a log or a response.
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
 import { Writable } from 'node:stream';
 import OpenAI, { APIError } from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { stringify } from 'yaml';
 import { getUser } from '../identity/users.ts';
 import { createLogger } from '../logger.ts';
 import { availableEngines } from '../testing/database.ts';
 import { startFakeOpenAI, type FakeOpenAI } from '../testing/fake-openai.ts';
 import { startTestServer, type TestServer } from '../testing/harness.ts';
+import { writeModelsFile, type ModelsFile } from '../testing/models.ts';
 
 interface UsageRow {
   user_id: string;
@@ -28,26 +25,21 @@ const UPSTREAM_KEY = 'sk-upstream-metering-secret-4242';
 describe.each(await availableEngines())('usage metering on %s', (engine) => {
   let server: TestServer;
   let upstream: FakeOpenAI;
-  let dir: string;
+  let catalog: ModelsFile;
 
   beforeAll(async () => {
     upstream = await startFakeOpenAI({ apiKey: UPSTREAM_KEY });
-    dir = mkdtempSync(path.join(tmpdir(), 'oaa-metering-'));
-    const file = path.join(dir, 'models.yaml');
-    writeFileSync(
-      file,
-      stringify({
-        providers: [{ name: 'up', type: 'openai-compatible', base_url: upstream.url, api_key_env: 'UPSTREAM_KEY' }],
-        models: [{ id: 'remote', provider: 'up', upstream: 'gpt-x', capabilities: ['chat', 'completions'] }],
-      }),
-    );
-    server = await startTestServer({ engine, env: { MODELS_FILE: file, UPSTREAM_KEY } });
+    catalog = writeModelsFile('oaa-metering-', {
+      providers: [{ name: 'up', type: 'openai-compatible', base_url: upstream.url, api_key_env: 'UPSTREAM_KEY' }],
+      models: [{ id: 'remote', provider: 'up', upstream: 'gpt-x', capabilities: ['chat', 'completions'] }],
+    });
+    server = await startTestServer({ engine, env: { MODELS_FILE: catalog.file, UPSTREAM_KEY } });
   });
 
   afterAll(async () => {
     await server?.close();
     await upstream?.close();
-    rmSync(dir, { recursive: true, force: true });
+    catalog?.remove();
   });
 
   // Usage is stored just after the answer goes out; flushing waits for what is on its way.
@@ -126,39 +118,34 @@ describe('secrets', () => {
   const WRONG_KEY = 'sk-wrong-upstream-key-1b2d4e';
   let upstream: FakeOpenAI;
   let server: TestServer;
-  let dir: string;
+  let catalog: ModelsFile;
   const lines: string[] = [];
 
   beforeAll(async () => {
     upstream = await startFakeOpenAI({ apiKey: RIGHT_KEY, models: ['gpt-x'] });
-    dir = mkdtempSync(path.join(tmpdir(), 'oaa-secrets-'));
-    const file = path.join(dir, 'models.yaml');
-    writeFileSync(
-      file,
-      stringify({
-        providers: [
-          { name: 'good', type: 'openai-compatible', base_url: upstream.url, api_key_env: 'GOOD_KEY', discover: true },
-          { name: 'bad', type: 'openai-compatible', base_url: upstream.url, api_key_env: 'BAD_KEY', discover: true },
-        ],
-        models: [
-          { id: 'good-model', provider: 'good', upstream: 'gpt-x' },
-          { id: 'bad-model', provider: 'bad', upstream: 'gpt-x' },
-        ],
-      }),
-    );
+    catalog = writeModelsFile('oaa-secrets-', {
+      providers: [
+        { name: 'good', type: 'openai-compatible', base_url: upstream.url, api_key_env: 'GOOD_KEY', discover: true },
+        { name: 'bad', type: 'openai-compatible', base_url: upstream.url, api_key_env: 'BAD_KEY', discover: true },
+      ],
+      models: [
+        { id: 'good-model', provider: 'good', upstream: 'gpt-x' },
+        { id: 'bad-model', provider: 'bad', upstream: 'gpt-x' },
+      ],
+    });
     const sink = new Writable({
       write(chunk: Buffer, _encoding, done) {
         lines.push(chunk.toString());
         done();
       },
     });
-    server = await startTestServer({ env: { MODELS_FILE: file, GOOD_KEY: RIGHT_KEY, BAD_KEY: WRONG_KEY }, logger: createLogger('debug', sink) });
+    server = await startTestServer({ env: { MODELS_FILE: catalog.file, GOOD_KEY: RIGHT_KEY, BAD_KEY: WRONG_KEY }, logger: createLogger('debug', sink) });
   });
 
   afterAll(async () => {
     await server?.close();
     await upstream?.close();
-    rmSync(dir, { recursive: true, force: true });
+    catalog?.remove();
   });
 
   it('never puts a key in a log line or a response, even when the upstream echoes it', async () => {

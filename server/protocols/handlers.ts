@@ -1,7 +1,8 @@
 // The AgentScope (`/process`) and Connexity (`/respond`) adapters, for agents (and teams, which start
 // their turns the same way).
 import { randomUUID } from 'node:crypto';
-import { apiKeyOf, failure } from '../agents/handlers.ts';
+import { agentTurn, apiKeyOf, failure, type StartTurn } from '../agents/handlers.ts';
+import type { Principal } from '../http/auth.ts';
 import type { AppHandlers, RequestContext } from '../http/operations.ts';
 import type { ModelGateway } from '../models/gateway.ts';
 import type { Conversation, RunEngine, RunHandle } from '../runs/engine.ts';
@@ -24,12 +25,12 @@ function cancelOnDisconnect(handle: RunHandle, request: RequestContext): void {
 /** Runs an AgentScope request: a stream of protocol objects, or the final response as JSON. */
 export async function processAgentScope(
   deps: ProtocolDeps,
-  userId: string,
+  request: { auth: Principal; body: agentscope.AgentScopeRequest } & RequestContext,
   target: SessionTarget,
-  body: agentscope.AgentScopeRequest,
-  request: RequestContext,
-  start: (conversation: Conversation, extra: { tools: ReturnType<typeof agentscope.toFunctionTools>; modelSettings: ReturnType<typeof agentscope.toModelSettings> }) => Promise<RunHandle>,
+  start: StartTurn,
 ) {
+  const { auth, body } = request;
+  const userId = auth.userId;
   // An empty session_id names no session, as an absent one does; stored, it would clash with the next.
   const sessionName = body.session_id || undefined;
   const named = sessionName ? await deps.chatSessions.findNamed(userId, target, sessionName) : undefined;
@@ -37,7 +38,10 @@ export async function processAgentScope(
   // The reference client echoes earlier output back; a stored session already holds it.
   if (named) messages = agentscope.newMessages(messages, await deps.chatSessions.messages(named.id));
   const conversation: Conversation = named ? { sessionId: named.id, messages } : { externalId: sessionName, messages };
-  const handle = await start(conversation, { tools: agentscope.toFunctionTools(body.tools), modelSettings: agentscope.toModelSettings(body) });
+  const handle = await start(
+    { userId, apiKeyId: apiKeyOf(auth), conversation, tools: agentscope.toFunctionTools(body.tools), modelSettings: agentscope.toModelSettings(body) },
+    { resumable: false },
+  );
   cancelOnDisconnect(handle, request);
   const translator = new agentscope.AgentScopeTranslator(
     body.id ?? `response_${randomUUID().replaceAll('-', '')}`,
@@ -65,14 +69,17 @@ export async function processAgentScope(
 /** Runs a Connexity turn over the whole transcript, with server-side tools only. */
 export async function respondConnexity(
   deps: ProtocolDeps,
-  body: connexity.ConnexityRequest,
-  request: RequestContext,
-  start: (conversation: Conversation, metadata: Record<string, string>) => Promise<RunHandle>,
+  request: { auth: Principal; body: connexity.ConnexityRequest } & RequestContext,
+  start: StartTurn,
 ) {
+  const { auth, body } = request;
   const metadata: Record<string, string> = { protocol: 'connexity' };
   if (body.metadata?.test_case_id) metadata.test_case_id = body.metadata.test_case_id;
   if (body.metadata?.turn_index !== undefined && body.metadata.turn_index !== null) metadata.turn_index = String(body.metadata.turn_index);
-  const handle = await start({ messages: connexity.toChatMessages(body.messages), stateless: true }, metadata);
+  const handle = await start(
+    { userId: auth.userId, apiKeyId: apiKeyOf(auth), conversation: { messages: connexity.toChatMessages(body.messages), stateless: true }, clientTools: false, metadata },
+    { resumable: false },
+  );
   cancelOnDisconnect(handle, request);
   const result = await handle.result;
   if (result.status === 'failed') throw failure(result);
@@ -96,23 +103,11 @@ export async function respondConnexity(
 export function agentProtocolHandlers(deps: ProtocolDeps) {
   return {
     async processAgentRequest(request) {
-      const { auth, params, body } = request;
-      return processAgentScope(deps, auth.userId, { agentId: params.agentId, teamId: null }, body, request, (conversation, extra) =>
-        deps.engine.startAgentTurn(
-          { userId: auth.userId, apiKeyId: apiKeyOf(auth), agentId: params.agentId, conversation, tools: extra.tools, modelSettings: extra.modelSettings },
-          { resumable: false },
-        ),
-      );
+      return processAgentScope(deps, request, { agentId: request.params.agentId, teamId: null }, agentTurn(deps.engine, request.params.agentId));
     },
 
     async respondWithAgent(request) {
-      const { auth, params, body } = request;
-      return respondConnexity(deps, body, request, (conversation, metadata) =>
-        deps.engine.startAgentTurn(
-          { userId: auth.userId, apiKeyId: apiKeyOf(auth), agentId: params.agentId, conversation, clientTools: false, metadata },
-          { resumable: false },
-        ),
-      );
+      return respondConnexity(deps, request, agentTurn(deps.engine, request.params.agentId));
     },
   } satisfies Partial<AppHandlers>;
 }

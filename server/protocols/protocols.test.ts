@@ -1,10 +1,9 @@
 // Interop: the AgentScope Agent API protocol (/process) and the Connexity agent contract (/respond), fed
 // the payloads their documentation and reference clients send.
 import OpenAI from 'openai';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startFakeOpenAI, type FakeOpenAI } from '../testing/fake-openai.ts';
-import { startTestServer, type TestServer, type TestUser } from '../testing/harness.ts';
-import { unlimitedPlanEnv } from '../testing/plans.ts';
+import { beforeAll, describe, expect, it } from 'vitest';
+import type { FakeOpenAI } from '../testing/fake-openai.ts';
+import { startScriptedServer, type TestServer, type TestUser } from '../testing/harness.ts';
 
 /** The `data:` objects of an SSE body, checking that nothing but `data:` lines is sent. */
 async function dataLines(response: Response): Promise<Record<string, unknown>[]> {
@@ -20,13 +19,9 @@ describe('protocol adapters', () => {
   let upstream: FakeOpenAI;
 
   beforeAll(async () => {
-    upstream = await startFakeOpenAI({ models: ['scripted'] });
-    server = await startTestServer({ env: { ...unlimitedPlanEnv(), OPENAI_BASE_URL: upstream.url } });
-    user = await server.signUp();
-  });
-  afterAll(async () => {
-    await server?.close();
-    await upstream?.close();
+    const started = await startScriptedServer();
+    ({ server, user, upstream } = started);
+    return started.close;
   });
 
   const agentWith = async (body: Record<string, unknown> = {}) =>

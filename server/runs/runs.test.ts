@@ -47,6 +47,18 @@ describe('agent runs on the local model', () => {
   });
   afterAll(() => server?.close());
 
+  const chat = (agentId: string, body: components['schemas']['ChatRequest']) => user.client.POST('/v1/agents/{agentId}/chat', { params: { path: { agentId } }, body });
+
+  /** The run's stored events, replayed as SSE; after `lastEventId` when given. */
+  const replay = async (runId: string, lastEventId?: string) => {
+    const response = await fetch(`${server.url}/v1/runs/${runId}/events`, {
+      headers: { Authorization: `Bearer ${user.apiKey}`, ...(lastEventId ? { 'Last-Event-ID': lastEventId } : {}) },
+    });
+    const seen: RunEvent[] = [];
+    for await (const event of readEventStream<RunEvent>(response.body!)) seen.push(event.data);
+    return seen;
+  };
+
   const createAgent = async (body: Partial<components['schemas']['AgentCreate']> = {}) => {
     const created = await user.client.POST('/v1/agents', { body: { name: 'Helper', instructions: 'Be brief.', ...body } });
     expect(created.response.status).toBe(201);
@@ -55,10 +67,7 @@ describe('agent runs on the local model', () => {
 
   it('answers a JSON turn with the whole turn and keeps the session', async () => {
     const agent = await createAgent();
-    const first = await user.client.POST('/v1/agents/{agentId}/chat', {
-      params: { path: { agentId: agent.id } },
-      body: { messages: [{ role: 'user', content: 'Hello there' }] },
-    });
+    const first = await chat(agent.id, { messages: [{ role: 'user', content: 'Hello there' }] });
     expect(first.response.status).toBe(200);
     expect(first.data).toMatchObject({
       object: 'chat.turn',
@@ -70,10 +79,7 @@ describe('agent runs on the local model', () => {
     });
     expect(first.data!.usage.total_tokens).toBeGreaterThan(0);
 
-    const second = await user.client.POST('/v1/agents/{agentId}/chat', {
-      params: { path: { agentId: agent.id } },
-      body: { session_id: first.data!.session_id, messages: [{ role: 'user', content: 'And again' }] },
-    });
+    const second = await chat(agent.id, { session_id: first.data!.session_id, messages: [{ role: 'user', content: 'And again' }] });
     expect(second.data?.session_id).toBe(first.data!.session_id);
     expect(second.data?.run_id).not.toBe(first.data!.run_id);
 
@@ -127,35 +133,20 @@ describe('agent runs on the local model', () => {
 
   it('refuses to resume without every pending result, and refuses tool messages with nothing pending', async () => {
     const agent = await createAgent({ tools: [weatherTool] });
-    const halted = await user.client.POST('/v1/agents/{agentId}/chat', {
-      params: { path: { agentId: agent.id } },
-      body: { messages: [{ role: 'user', content: 'get_weather {"city": "Oslo"}' }] },
-    });
+    const halted = await chat(agent.id, { messages: [{ role: 'user', content: 'get_weather {"city": "Oslo"}' }] });
     expect(halted.data).toMatchObject({ status: 'requires_action', finish_reason: 'tool_calls' });
     const sessionId = halted.data!.session_id;
     const callId = halted.data!.required_action!.tool_calls[0]!.id;
 
-    const userInstead = await user.client.POST('/v1/agents/{agentId}/chat', {
-      params: { path: { agentId: agent.id } },
-      body: { session_id: sessionId, messages: [{ role: 'user', content: 'never mind' }] },
-    });
+    const userInstead = await chat(agent.id, { session_id: sessionId, messages: [{ role: 'user', content: 'never mind' }] });
     expect(userInstead.response.status).toBe(400);
-    const wrongId = await user.client.POST('/v1/agents/{agentId}/chat', {
-      params: { path: { agentId: agent.id } },
-      body: { session_id: sessionId, messages: [{ role: 'tool', tool_call_id: 'call_other', content: 'x' }] },
-    });
+    const wrongId = await chat(agent.id, { session_id: sessionId, messages: [{ role: 'tool', tool_call_id: 'call_other', content: 'x' }] });
     expect(wrongId.response.status).toBe(400);
 
-    const answered = await user.client.POST('/v1/agents/{agentId}/chat', {
-      params: { path: { agentId: agent.id } },
-      body: { session_id: sessionId, messages: [{ role: 'tool', tool_call_id: callId, content: 'rain' }] },
-    });
+    const answered = await chat(agent.id, { session_id: sessionId, messages: [{ role: 'tool', tool_call_id: callId, content: 'rain' }] });
     expect(answered.data).toMatchObject({ status: 'completed', run_id: halted.data!.run_id });
 
-    const stray = await user.client.POST('/v1/agents/{agentId}/chat', {
-      params: { path: { agentId: agent.id } },
-      body: { messages: [{ role: 'tool', tool_call_id: callId, content: 'rain' }] },
-    });
+    const stray = await chat(agent.id, { messages: [{ role: 'tool', tool_call_id: callId, content: 'rain' }] });
     expect(stray.response.status).toBe(400);
   });
 
@@ -193,17 +184,11 @@ describe('agent runs on the local model', () => {
 
   it('cancels a run that waits for tools, ending it with RunCompleted canceled', async () => {
     const agent = await createAgent({ tools: [weatherTool] });
-    const halted = await user.client.POST('/v1/agents/{agentId}/chat', {
-      params: { path: { agentId: agent.id } },
-      body: { messages: [{ role: 'user', content: 'get_weather {}' }] },
-    });
+    const halted = await chat(agent.id, { messages: [{ role: 'user', content: 'get_weather {}' }] });
     const runId = halted.data!.run_id;
     const canceled = await user.client.POST('/v1/runs/{runId}/cancel', { params: { path: { runId } } });
     expect(canceled.data).toMatchObject({ status: 'canceled', required_action: null });
-    const replayed = await fetch(`${server.url}/v1/runs/${runId}/events`, { headers: { Authorization: `Bearer ${user.apiKey}` } });
-    const events: RunEvent[] = [];
-    for await (const event of readEventStream<RunEvent>(replayed.body!)) events.push(event.data);
-    expect(events.at(-1)).toMatchObject({ type: 'RunCompleted', status: 'canceled', finish_reason: 'canceled' });
+    expect((await replay(runId)).at(-1)).toMatchObject({ type: 'RunCompleted', status: 'canceled', finish_reason: 'canceled' });
     const session = await user.client.GET('/v1/sessions/{sessionId}', { params: { path: { sessionId: halted.data!.session_id } } });
     expect(session.data?.status).toBe('idle');
   });
@@ -212,16 +197,8 @@ describe('agent runs on the local model', () => {
     const agent = await createAgent();
     const events = await streamChat(server, user, agent.id, { messages: [{ role: 'user', content: 'alpha beta gamma' }] });
     const runId = events[0]!.data.run_id;
-    const replay = async (lastEventId?: string) => {
-      const response = await fetch(`${server.url}/v1/runs/${runId}/events`, {
-        headers: { Authorization: `Bearer ${user.apiKey}`, ...(lastEventId ? { 'Last-Event-ID': lastEventId } : {}) },
-      });
-      const seen: RunEvent[] = [];
-      for await (const event of readEventStream<RunEvent>(response.body!)) seen.push(event.data);
-      return seen;
-    };
-    expect(await replay()).toEqual(events.map((event) => event.data));
-    expect(await replay(events[2]!.id)).toEqual(events.slice(3).map((event) => event.data));
+    expect(await replay(runId)).toEqual(events.map((event) => event.data));
+    expect(await replay(runId, events[2]!.id)).toEqual(events.slice(3).map((event) => event.data));
 
     const page = await user.client.GET('/v1/runs/{runId}/events', {
       params: { path: { runId }, query: { limit: 2 } },
@@ -233,16 +210,10 @@ describe('agent runs on the local model', () => {
 
   it('refuses a second turn on a session while one is running (409)', async () => {
     const agent = await createAgent({ tools: [weatherTool] });
-    const first = await user.client.POST('/v1/agents/{agentId}/chat', {
-      params: { path: { agentId: agent.id } },
-      body: { messages: [{ role: 'user', content: 'hi' }] },
-    });
+    const first = await chat(agent.id, { messages: [{ role: 'user', content: 'hi' }] });
     const sessionId = first.data!.session_id;
     await server.services.chatSessions.setStatus(sessionId, 'running');
-    const busy = await user.client.POST('/v1/agents/{agentId}/chat', {
-      params: { path: { agentId: agent.id } },
-      body: { session_id: sessionId, messages: [{ role: 'user', content: 'hi again' }] },
-    });
+    const busy = await chat(agent.id, { session_id: sessionId, messages: [{ role: 'user', content: 'hi again' }] });
     expect(busy.response.status).toBe(409);
     expect(busy.error?.error.code).toBe('conflict');
   });
@@ -268,10 +239,7 @@ describe('agent runs on the local model', () => {
       body: { instructions: null, model_settings: { temperature: 0.1 }, metadata: { k: 'v' } },
     });
     expect(updated.data).toMatchObject({ instructions: null, model_settings: { temperature: 0.1 }, metadata: { k: 'v' }, name: 'Short-lived' });
-    const turn = await user.client.POST('/v1/agents/{agentId}/chat', {
-      params: { path: { agentId: agent.id } },
-      body: { messages: [{ role: 'user', content: 'hi' }] },
-    });
+    const turn = await chat(agent.id, { messages: [{ role: 'user', content: 'hi' }] });
     const list = await user.client.GET('/v1/agents', { params: { query: { limit: 100 } } });
     expect(list.data?.data.map((a) => a.id)).toContain(agent.id);
     const sessions = await user.client.GET('/v1/sessions', { params: { query: { agent_id: agent.id } } });
@@ -283,10 +251,7 @@ describe('agent runs on the local model', () => {
 
   it("hides another user's agents, sessions and runs (404)", async () => {
     const agent = await createAgent();
-    const turn = await user.client.POST('/v1/agents/{agentId}/chat', {
-      params: { path: { agentId: agent.id } },
-      body: { messages: [{ role: 'user', content: 'mine' }] },
-    });
+    const turn = await chat(agent.id, { messages: [{ role: 'user', content: 'mine' }] });
     const other = await server.signUp();
     const agentPath = { params: { path: { agentId: agent.id } } };
     expect((await other.client.GET('/v1/agents/{agentId}', agentPath)).response.status).toBe(404);

@@ -1,10 +1,12 @@
-import { answerTurn, apiKeyOf } from '../agents/handlers.ts';
+import { chat, type StartTurn } from '../agents/handlers.ts';
 import type { AppHandlers } from '../http/operations.ts';
 import { processAgentScope, respondConnexity, type ProtocolDeps } from '../protocols/handlers.ts';
 import type { TeamRunner } from './runner.ts';
 import type { TeamStore } from './teams.ts';
 
 export function teamHandlers(deps: ProtocolDeps & { teams: TeamStore; teamRunner: TeamRunner }) {
+  const teamTurn = (teamId: string): StartTurn => (input, options) => deps.teamRunner.startTeamTurn({ ...input, teamId }, options);
+
   return {
     async createTeam({ auth, body }) {
       return { status: 201, body: await deps.teams.create(auth.userId, body) };
@@ -30,41 +32,15 @@ export function teamHandlers(deps: ProtocolDeps & { teams: TeamStore; teamRunner
     },
 
     async chatWithTeam(request) {
-      const { auth, params, body } = request;
-      const stream = body.stream === true || request.acceptsEventStream;
-      const handle = await deps.teamRunner.startTeamTurn(
-        {
-          userId: auth.userId,
-          apiKeyId: apiKeyOf(auth),
-          teamId: params.teamId,
-          conversation: { sessionId: body.session_id, messages: body.messages },
-          tools: body.tools,
-          modelSettings: body.model_settings,
-          metadata: body.metadata,
-        },
-        { resumable: stream },
-      );
-      return answerTurn(handle, stream, request);
+      return chat(request, teamTurn(request.params.teamId));
     },
 
     async processTeamRequest(request) {
-      const { auth, params, body } = request;
-      return processAgentScope(deps, auth.userId, { agentId: null, teamId: params.teamId }, body, request, (conversation, extra) =>
-        deps.teamRunner.startTeamTurn(
-          { userId: auth.userId, apiKeyId: apiKeyOf(auth), teamId: params.teamId, conversation, tools: extra.tools, modelSettings: extra.modelSettings },
-          { resumable: false },
-        ),
-      );
+      return processAgentScope(deps, request, { agentId: null, teamId: request.params.teamId }, teamTurn(request.params.teamId));
     },
 
     async respondWithTeam(request) {
-      const { auth, params, body } = request;
-      return respondConnexity(deps, body, request, (conversation, metadata) =>
-        deps.teamRunner.startTeamTurn(
-          { userId: auth.userId, apiKeyId: apiKeyOf(auth), teamId: params.teamId, conversation, clientTools: false, metadata },
-          { resumable: false },
-        ),
-      );
+      return respondConnexity(deps, request, teamTurn(request.params.teamId));
     },
   } satisfies Partial<AppHandlers>;
 }

@@ -141,14 +141,15 @@ export function createTeamRunner(deps: TeamRunnerDeps) {
       return { outcome, speaker, state: { ...state, breakdown: [...breakdown.values()] }, extras: { usageBreakdown: all } };
     };
     const resumeWith = saved.member ? { runId: saved.member.runId, results: context.newMessages } : undefined;
+    const turn: ModeTurn = { context, plan, runMember, resumeWith, saved, finish };
 
     switch (plan.team.mode) {
       case 'route':
-        return route(context, plan, runMember, resumeWith, saved, finish);
+        return route(turn);
       case 'broadcast':
-        return broadcast(context, plan, runMember, resumeWith, saved, finish);
+        return broadcast(turn);
       default:
-        return coordinate(context, plan, runMember, resumeWith, saved, finish);
+        return coordinate(turn);
     }
   }
 
@@ -174,6 +175,15 @@ export function createTeamRunner(deps: TeamRunnerDeps) {
     speaker: Speaker,
     state?: Omit<TeamRunState, 'breakdown'>,
   ) => { outcome: LoopOutcome; speaker: Speaker; state: TeamRunState; extras: { usageBreakdown: MemberUsage[] } };
+  /** What each mode runs with: the turn and its plan, how to run a member, the member run a resumed turn continues and the state it saved, and `finish`. */
+  interface ModeTurn {
+    context: TurnContext;
+    plan: Plan;
+    runMember: RunMember;
+    resumeWith: { runId: string; results: ChatMessage[] } | undefined;
+    saved: TeamRunState;
+    finish: Finish;
+  }
 
   /** Runs (or resumes) one member as a real run of its agent, linked to the team run. */
   function memberRunner(context: TurnContext, plan: Plan, breakdown: Map<string, MemberUsage>): RunMember {
@@ -309,14 +319,7 @@ export function createTeamRunner(deps: TeamRunnerDeps) {
     };
   }
 
-  async function coordinate(
-    context: TurnContext,
-    plan: Plan,
-    runMember: RunMember,
-    resumeWith: { runId: string; results: ChatMessage[] } | undefined,
-    saved: TeamRunState,
-    finish: Finish,
-  ) {
+  async function coordinate({ context, plan, runMember, resumeWith, saved, finish }: ModeTurn) {
     const tools = toolNames(plan.others, 'ask_');
     let resuming = resumeWith && saved.member ? { ...resumeWith, callId: saved.member.callId } : undefined;
     let halted: TeamRunState['member'];
@@ -353,14 +356,7 @@ export function createTeamRunner(deps: TeamRunnerDeps) {
     return answer;
   }
 
-  async function route(
-    context: TurnContext,
-    plan: Plan,
-    runMember: RunMember,
-    resumeWith: { runId: string; results: ChatMessage[] } | undefined,
-    saved: TeamRunState,
-    finish: Finish,
-  ) {
+  async function route({ context, plan, runMember, resumeWith, saved, finish }: ModeTurn) {
     let chosen: Member | undefined = saved.member ? plan.members.find((m) => m.agent.id === saved.member!.agentId) : undefined;
     if (!resumeWith || !chosen) {
       chosen = undefined;
@@ -393,14 +389,7 @@ export function createTeamRunner(deps: TeamRunnerDeps) {
     }
   }
 
-  async function broadcast(
-    context: TurnContext,
-    plan: Plan,
-    runMember: RunMember,
-    resumeWith: { runId: string; results: ChatMessage[] } | undefined,
-    saved: TeamRunState,
-    finish: Finish,
-  ) {
+  async function broadcast({ context, plan, runMember, resumeWith, saved, finish }: ModeTurn) {
     const asked = plan.others.length ? plan.others : plan.members;
     const answers = [...(saved.answers ?? [])];
     let remaining = saved.remaining ?? asked.map((member) => member.agent.id);

@@ -1,12 +1,11 @@
 // Teams: the resource, each mode end to end offline with the local model, a member's client-side tool
 // halting and resuming the team, cancellation, scripted delegation through a loopback upstream, a member
 // failing, the protocol adapters, and ownership.
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { readEventStream } from '../../client/sse.ts';
 import type { components } from '../../generated/openapi.gen.ts';
-import { startFakeOpenAI, type FakeOpenAI } from '../testing/fake-openai.ts';
-import { startTestServer, type TestServer, type TestUser } from '../testing/harness.ts';
-import { unlimitedPlanEnv } from '../testing/plans.ts';
+import type { FakeOpenAI } from '../testing/fake-openai.ts';
+import { startScriptedServer, type TestServer, type TestUser } from '../testing/harness.ts';
 
 type RunEvent = components['schemas']['RunEvent'];
 type AgentCreate = components['schemas']['AgentCreate'];
@@ -17,13 +16,9 @@ describe('teams', () => {
   let upstream: FakeOpenAI;
 
   beforeAll(async () => {
-    upstream = await startFakeOpenAI({ models: ['scripted'] });
-    server = await startTestServer({ env: { ...unlimitedPlanEnv(), OPENAI_BASE_URL: upstream.url } });
-    user = await server.signUp();
-  });
-  afterAll(async () => {
-    await server?.close();
-    await upstream?.close();
+    const started = await startScriptedServer();
+    ({ server, user, upstream } = started);
+    return started.close;
   });
   beforeEach(() => upstream.reset());
 

@@ -6,6 +6,7 @@ import { ApiError, notFound } from '../http/errors.ts';
 import type { ModelGateway } from '../models/gateway.ts';
 import { one, type Db } from '../store/db.ts';
 import { newId } from '../store/ids.ts';
+import { ownedRows } from '../store/owned.ts';
 import { cursorOf, limitOf, toPage, type Page, type PageRequest } from '../store/pagination.ts';
 
 type Schemas = components['schemas'];
@@ -181,20 +182,7 @@ export function createTeamStore({ db, agents, models }: TeamStoreDeps) {
       return get(userId, teamId);
     },
 
-    async remove(userId: string, teamId: string): Promise<void> {
-      const rows = await db.query('DELETE FROM teams WHERE id = $1 AND user_id = $2 RETURNING id', [teamId, userId]);
-      if (rows.length === 0) throw notFound('team', teamId);
-    },
-
-    /** Every team's id and creation time, for listing them as models. */
-    async all(userId: string): Promise<{ id: string; created_at: string }[]> {
-      const rows = await db.query<{ id: string; created_at: Date }>('SELECT id, created_at FROM teams WHERE user_id = $1 ORDER BY id DESC', [userId]);
-      return rows.map((row) => ({ id: row.id, created_at: row.created_at.toISOString() }));
-    },
-
-    async count(userId: string): Promise<number> {
-      return (await one<{ n: number }>(db, 'SELECT count(*)::int AS n FROM teams WHERE user_id = $1', [userId]))?.n ?? 0;
-    },
+    ...ownedRows(db, 'teams', 'team'),
 
     /** The teams an agent belongs to: deleting it would break them. */
     async teamsOfAgent(agentId: string): Promise<string[]> {

@@ -10,10 +10,10 @@
 // error shape (`{"type":"error","error":{"type","message"}}`, Retry-After on 429), a hang, or a stream that
 // sends an `error` event midway. Every request is recorded with how its connection ended.
 // Token counts are words, as in the fake OpenAI server.
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { countWords, type FakeTiming, type RecordedRequest } from './fake-openai.ts';
+import type { FakeTiming } from './fake-openai.ts';
+import { countWords, sendJson as writeJson, startFakeUpstream, type FakeUpstream, type Json, type RecordedRequest } from './fake-upstream.ts';
 
 export type FakeAnthropicBlock = { type: 'text'; text: string } | { type: 'tool_use'; id?: string; name: string; input: Record<string, unknown> };
 
@@ -37,18 +37,10 @@ export interface FakeAnthropicOptions extends FakeTiming {
   respond?: (request: RecordedRequest) => FakeAnthropicReply | undefined;
 }
 
-export interface FakeAnthropic {
+export interface FakeAnthropic extends FakeUpstream<FakeAnthropicReply> {
   /** The base URL the Anthropic SDK takes (without `/v1`). */
   url: string;
-  requests: RecordedRequest[];
-  enqueue(...replies: FakeAnthropicReply[]): void;
-  /** Resolves with the request numbered `count` (from 1) once it has arrived. */
-  waitForRequest(count: number): Promise<RecordedRequest>;
-  reset(): void;
-  close(): Promise<void>;
 }
-
-type Json = Record<string, unknown>;
 
 function textOf(content: unknown): string {
   if (typeof content === 'string') return content;
@@ -59,10 +51,9 @@ function textOf(content: unknown): string {
     .join(' ');
 }
 
+/** As the API does, every answer names a request id. */
 function sendJson(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
-  const text = JSON.stringify(body);
-  res.writeHead(status, { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(text), 'request-id': `req_fake_${Date.now()}`, ...headers });
-  res.end(text);
+  writeJson(res, status, body, { 'request-id': `req_fake_${Date.now()}`, ...headers });
 }
 
 function sendError(res: ServerResponse, error: { status: number; type: string; message?: string; retryAfter?: number }): void {
@@ -74,20 +65,8 @@ function sendError(res: ServerResponse, error: { status: number; type: string; m
   );
 }
 
-async function readJson(req: IncomingMessage): Promise<Json | undefined> {
-  const chunks: Buffer[] = [];
-  for await (const chunk of req) chunks.push(chunk as Buffer);
-  try {
-    return JSON.parse(Buffer.concat(chunks).toString('utf8')) as Json;
-  } catch {
-    return undefined;
-  }
-}
-
 export async function startFakeAnthropic(options: FakeAnthropicOptions = {}): Promise<FakeAnthropic> {
   const queue: FakeAnthropicReply[] = [];
-  const requests: RecordedRequest[] = [];
-  const waiters = new Set<{ count: number; resolve: (request: RecordedRequest) => void }>();
   let sequence = 0;
 
   async function messages(body: Json, reply: FakeAnthropicReply | undefined, res: ServerResponse): Promise<void> {
@@ -163,16 +142,8 @@ export async function startFakeAnthropic(options: FakeAnthropicOptions = {}): Pr
     res.end();
   }
 
-  async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    const path = (req.url ?? '/').split('?')[0]!;
-    const body = req.method === 'POST' ? await readJson(req) : undefined;
-    let settle: (outcome: 'completed' | 'aborted') => void = () => undefined;
-    const outcome = new Promise<'completed' | 'aborted'>((resolve) => (settle = resolve));
-    res.on('close', () => settle(res.writableFinished ? 'completed' : 'aborted'));
-    const recorded: RecordedRequest = { method: req.method ?? 'GET', path, headers: req.headers, body, outcome };
-    requests.push(recorded);
-    for (const waiter of [...waiters]) if (requests.length >= waiter.count) waiter.resolve(requests[waiter.count - 1]!);
-
+  async function handle(recorded: RecordedRequest, res: ServerResponse, req: IncomingMessage): Promise<void> {
+    const { path, body } = recorded;
     // The API takes the key as `x-api-key`; the SDK since API version 2026-10-21 sends it as a bearer token.
     const presented = req.headers['x-api-key'] ?? req.headers.authorization?.replace(/^Bearer\s+/i, '');
     if (options.apiKey !== undefined && presented !== options.apiKey) {
@@ -201,40 +172,5 @@ export async function startFakeAnthropic(options: FakeAnthropicOptions = {}): Pr
     await messages(body, reply, res);
   }
 
-  const server: Server = createServer((req, res) => {
-    handle(req, res).catch((error: unknown) => {
-      if (!res.headersSent) sendError(res, { status: 500, type: 'api_error', message: String(error) });
-      else res.destroy();
-    });
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  return {
-    url: `http://127.0.0.1:${port}`,
-    requests,
-    enqueue(...replies) {
-      queue.push(...replies);
-    },
-    waitForRequest(count) {
-      if (requests.length >= count) return Promise.resolve(requests[count - 1]!);
-      return new Promise((resolve) => {
-        const waiter = {
-          count,
-          resolve: (request: RecordedRequest) => {
-            waiters.delete(waiter);
-            resolve(request);
-          },
-        };
-        waiters.add(waiter);
-      });
-    },
-    reset() {
-      queue.length = 0;
-      requests.length = 0;
-    },
-    async close() {
-      server.closeAllConnections();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
-    },
-  };
+  return startFakeUpstream({ queue, handle, sendError: (res, error) => sendError(res, { status: 500, type: 'api_error', message: String(error) }) });
 }

@@ -13,9 +13,11 @@
 // token rate). Every request is recorded, with how its connection ended, so tests can prove that nothing
 // reached the upstream, or that a client's abort closed the upstream connection.
 // Token counts are words: the number of whitespace-separated pieces.
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { countWords, sendJson, startFakeUpstream, type FakeUpstream, type Json, type RecordedRequest } from './fake-upstream.ts';
+
+export type { RecordedRequest };
 
 export interface FakeTiming {
   /** Before a JSON answer, or before the first chunk of a stream. */
@@ -35,15 +37,6 @@ export type FakeOpenAIReply = FakeTiming &
     | { embedding: number[] }
   );
 
-export interface RecordedRequest {
-  method: string;
-  path: string;
-  headers: IncomingMessage['headers'];
-  body: Record<string, unknown> | undefined;
-  /** `aborted` when the client closed the connection before the answer was complete. */
-  outcome: Promise<'completed' | 'aborted'>;
-}
-
 export interface FakeOpenAIOptions extends FakeTiming {
   /** When set, requests must carry `Authorization: Bearer <apiKey>`; others get 401, which echoes the key presented. */
   apiKey?: string;
@@ -55,22 +48,9 @@ export interface FakeOpenAIOptions extends FakeTiming {
   embeddingDimensions?: number;
 }
 
-export interface FakeOpenAI {
+export interface FakeOpenAI extends FakeUpstream<FakeOpenAIReply> {
   /** The base URL an OpenAI client takes, ending in `/v1`. */
   url: string;
-  requests: RecordedRequest[];
-  enqueue(...replies: FakeOpenAIReply[]): void;
-  /** Resolves with the request numbered `count` (from 1) once it has arrived. */
-  waitForRequest(count: number): Promise<RecordedRequest>;
-  /** Forgets recorded requests and queued replies. */
-  reset(): void;
-  close(): Promise<void>;
-}
-
-type Json = Record<string, unknown>;
-
-export function countWords(text: string): number {
-  return text.split(/\s+/).filter(Boolean).length;
 }
 
 function textOfContent(content: unknown): string {
@@ -95,23 +75,6 @@ function gapOf(timing: FakeTiming): number {
   return timing.tokensPerSecond ? 1000 / timing.tokensPerSecond : 0;
 }
 
-async function readJson(req: IncomingMessage): Promise<Json | undefined> {
-  const chunks: Buffer[] = [];
-  for await (const chunk of req) chunks.push(chunk as Buffer);
-  if (chunks.length === 0) return undefined;
-  try {
-    return JSON.parse(Buffer.concat(chunks).toString('utf8')) as Json;
-  } catch {
-    return undefined;
-  }
-}
-
-function sendJson(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
-  const text = JSON.stringify(body);
-  res.writeHead(status, { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(text), ...headers });
-  res.end(text);
-}
-
 function sendError(res: ServerResponse, error: Extract<FakeOpenAIReply, { error: unknown }>['error']): void {
   sendJson(
     res,
@@ -123,8 +86,6 @@ function sendError(res: ServerResponse, error: Extract<FakeOpenAIReply, { error:
 
 export async function startFakeOpenAI(options: FakeOpenAIOptions = {}): Promise<FakeOpenAI> {
   const queue: FakeOpenAIReply[] = [];
-  const requests: RecordedRequest[] = [];
-  const waiters = new Set<{ count: number; resolve: (request: RecordedRequest) => void }>();
   const dimensions = options.embeddingDimensions ?? 8;
   let sequence = 0;
 
@@ -258,16 +219,8 @@ export async function startFakeOpenAI(options: FakeOpenAIOptions = {}): Promise<
     sendJson(res, 200, { object: 'list', data, model: String(body.model), usage: { prompt_tokens: tokens, total_tokens: tokens } });
   }
 
-  async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    const path = (req.url ?? '/').split('?')[0]!;
-    const body = req.method === 'POST' ? await readJson(req) : undefined;
-    let settle: (outcome: 'completed' | 'aborted') => void = () => undefined;
-    const outcome = new Promise<'completed' | 'aborted'>((resolve) => (settle = resolve));
-    res.on('close', () => settle(res.writableFinished ? 'completed' : 'aborted'));
-    const recorded: RecordedRequest = { method: req.method ?? 'GET', path, headers: req.headers, body, outcome };
-    requests.push(recorded);
-    for (const waiter of [...waiters]) if (requests.length >= waiter.count) waiter.resolve(requests[waiter.count - 1]!);
-
+  async function handle(recorded: RecordedRequest, res: ServerResponse, req: IncomingMessage): Promise<void> {
+    const { path, body } = recorded;
     if (options.apiKey !== undefined && req.headers.authorization !== `Bearer ${options.apiKey}`) {
       const presented = req.headers.authorization?.replace(/^Bearer\s+/i, '') ?? '';
       sendJson(res, 401, { error: { message: `Incorrect API key provided: ${presented}.`, type: 'invalid_request_error', param: null, code: 'invalid_api_key' } });
@@ -303,43 +256,11 @@ export async function startFakeOpenAI(options: FakeOpenAIOptions = {}): Promise<
     await route(body, reply, res);
   }
 
-  const server: Server = createServer((req, res) => {
-    handle(req, res).catch((error: unknown) => {
-      if (!res.headersSent) sendError(res, { status: 500, message: String(error) });
-      else res.destroy();
-    });
+  return startFakeUpstream({
+    queue,
+    basePath: '/v1',
+    keepAliveTimeout: 60_000,
+    handle,
+    sendError: (res, error) => sendError(res, { status: 500, message: String(error) }),
   });
-  server.keepAliveTimeout = 60_000;
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-
-  return {
-    url: `http://127.0.0.1:${port}/v1`,
-    requests,
-    enqueue(...replies) {
-      queue.push(...replies);
-    },
-    waitForRequest(count) {
-      if (requests.length >= count) return Promise.resolve(requests[count - 1]!);
-      return new Promise((resolve) => {
-        const waiter = {
-          count,
-          resolve: (request: RecordedRequest) => {
-            waiters.delete(waiter);
-            resolve(request);
-          },
-        };
-        waiters.add(waiter);
-      });
-    },
-    reset() {
-      queue.length = 0;
-      requests.length = 0;
-    },
-    async close() {
-      server.closeAllConnections();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
-    },
-  };
 }
-

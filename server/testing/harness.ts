@@ -12,6 +12,8 @@ import type { Mailer } from '../identity/mailer.ts';
 import { findOrCreateUser } from '../identity/users.ts';
 import { createServices, type Services } from '../services.ts';
 import { createTestDatabase, type Engine } from './database.ts';
+import { startFakeOpenAI, type FakeOpenAI } from './fake-openai.ts';
+import { unlimitedPlanEnv } from './plans.ts';
 
 export interface TestServerOptions extends AppOptions {
   engine?: Engine;
@@ -80,4 +82,32 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
       rmSync(dataDir, { recursive: true, force: true });
     },
   };
+}
+
+export interface ScriptedServer {
+  server: TestServer;
+  user: TestUser;
+  upstream: FakeOpenAI;
+  close(): Promise<void>;
+}
+
+/**
+ * A test server on a plan without limits whose OpenAI provider is a fake upstream serving the model
+ * `scripted`, and one user: for agents and teams whose model answers a test scripts.
+ */
+export async function startScriptedServer(): Promise<ScriptedServer> {
+  const upstream = await startFakeOpenAI({ models: ['scripted'] });
+  const server = await startTestServer({ env: { ...unlimitedPlanEnv(), OPENAI_BASE_URL: upstream.url } }).catch(async (error: unknown) => {
+    await upstream.close();
+    throw error;
+  });
+  const close = async () => {
+    await server.close();
+    await upstream.close();
+  };
+  const user = await server.signUp().catch(async (error: unknown) => {
+    await close();
+    throw error;
+  });
+  return { server, user, upstream, close };
 }

@@ -4,14 +4,8 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 
-export function unlimitedPlanEnv(): { PLANS_FILE: string } {
-  const file = path.join(mkdtempSync(path.join(tmpdir(), 'oaa-plans-')), 'plans.yaml');
-  writeFileSync(
-    file,
-    `plans:
-  - id: unlimited
-    name: Unlimited
-    limits:
+/** A plan's `limits` in plans.yaml with every limit off, indented for an entry of `plans`. */
+export const NO_LIMITS = `    limits:
       requests_per_minute: null
       tokens_per_month: null
       runs_per_day: null
@@ -19,7 +13,10 @@ export function unlimitedPlanEnv(): { PLANS_FILE: string } {
       teams: null
       knowledge_documents: null
       knowledge_bytes: null
-`,
-  );
+`;
+
+export function unlimitedPlanEnv(): { PLANS_FILE: string } {
+  const file = path.join(mkdtempSync(path.join(tmpdir(), 'oaa-plans-')), 'plans.yaml');
+  writeFileSync(file, `plans:\n  - id: unlimited\n    name: Unlimited\n${NO_LIMITS}`);
   return { PLANS_FILE: file };
 }

@@ -2,27 +2,23 @@
 // PostgreSQL: every write the server acknowledged is there, every run it was executing is failed with a
 // final RunError stored (which a client resuming from the last event it saw still receives), and the
 // runs' sessions take new turns.
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { availableEngines } from '../../server/testing/database.ts';
-import { startServerProcess, type ServerProcess } from './server-process.ts';
+import { teardownAfterAll } from './server-process.ts';
 import { createAgent, createWorld, headersFor, missingWrites, openSlowRun, replay, startWriters, storedEvents, type World } from './workload.ts';
 
 const RUNS = 4;
 const WRITERS = 8;
 
 describe.each(await availableEngines())('crash safety on %s', (engine) => {
-  const cleanups: (() => Promise<void> | void)[] = [];
-  afterAll(async () => {
-    for (const cleanup of cleanups.reverse()) await cleanup();
-  });
+  const teardown = teardownAfterAll();
 
   it('keeps every acknowledged write and fails every interrupted run after SIGKILL', async () => {
     const world: World = await createWorld(engine, `oaa-crash-${engine}`);
-    cleanups.push(() => world.cleanup());
+    teardown.add(() => world.cleanup());
     const { apiKey } = world;
 
-    const first: ServerProcess = await startServerProcess(world.env);
-    cleanups.push(() => void first.kill('SIGKILL'));
+    const first = await teardown.startServer(world.env);
     const agentId = await createAgent(first.url, apiKey);
     const runs = await Promise.all(Array.from({ length: RUNS }, () => openSlowRun(first.url, apiKey, agentId)));
     const writers = startWriters(first.url, apiKey, agentId, WRITERS);
@@ -37,8 +33,7 @@ describe.each(await availableEngines())('crash safety on %s', (engine) => {
     expect(writers.acknowledged.apiKeys.length).toBeGreaterThan(0);
     expect(writers.acknowledged.chats.length).toBeGreaterThan(0);
 
-    const second = await startServerProcess(world.env);
-    cleanups.push(() => void second.kill('SIGKILL'));
+    const second = await teardown.startServer(world.env);
     expect(await missingWrites(second.url, apiKey, writers.acknowledged)).toEqual([]);
 
     for (const run of runs) {

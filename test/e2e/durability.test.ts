@@ -2,30 +2,26 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { availableEngines, createTestDatabase, type TestDatabase } from '../../server/testing/database.ts';
-import { runScript, startServerProcess } from './server-process.ts';
+import { runScript, teardownAfterAll } from './server-process.ts';
 
 describe.each(await availableEngines())('durability on %s', (engine) => {
-  const cleanups: (() => Promise<void> | void)[] = [];
-  afterAll(async () => {
-    for (const cleanup of cleanups.reverse()) await cleanup();
-  });
+  const teardown = teardownAfterAll();
 
   it('keeps every acknowledged write after SIGKILL and a restart', async () => {
     const dataDir = mkdtempSync(path.join(tmpdir(), 'oaa-durability-'));
-    cleanups.push(() => rmSync(dataDir, { recursive: true, force: true }));
+    teardown.add(() => rmSync(dataDir, { recursive: true, force: true }));
     const env: Record<string, string> = { DATA_DIR: dataDir };
     if (engine === 'postgres') {
       const database: TestDatabase = await createTestDatabase('postgres');
-      cleanups.push(() => database.drop());
+      teardown.add(() => database.drop());
       env.DATABASE_URL = database.url!;
     }
     const apiKey = await runScript('scripts/create-key.ts', ['--email', 'durable@example.com'], env);
     expect(apiKey).toMatch(/^oaa_/);
 
-    const first = await startServerProcess(env);
-    cleanups.push(() => void first.kill('SIGKILL'));
+    const first = await teardown.startServer(env);
     const headers = { Authorization: `Bearer ${apiKey}`, 'Content-Type': 'application/json' };
     const acknowledged = await Promise.all(
       Array.from({ length: 20 }, async (_, i) => {
@@ -36,8 +32,7 @@ describe.each(await availableEngines())('durability on %s', (engine) => {
     );
     await first.kill('SIGKILL');
 
-    const second = await startServerProcess(env);
-    cleanups.push(() => void second.kill('SIGKILL'));
+    const second = await teardown.startServer(env);
     for (const id of acknowledged) {
       const response = await fetch(`${second.url}/v1/api-keys/${id}`, { headers });
       expect(response.status, id).toBe(200);

@@ -3,13 +3,13 @@
 // answered, requests that arrive meanwhile are refused with 503 (or find the port closed), the process
 // exits 0, and after a restart every acknowledged write, every event the clients saw, and the usage of
 // what was answered are there.
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { readEventStream } from '../../client/sse.ts';
 import { availableEngines } from '../../server/testing/database.ts';
 import { startFakeOpenAI } from '../../server/testing/fake-openai.ts';
 import { startTestServer } from '../../server/testing/harness.ts';
 import { unlimitedPlanEnv } from '../../server/testing/plans.ts';
-import { startServerProcess, type ServerProcess } from './server-process.ts';
+import { teardownAfterAll } from './server-process.ts';
 import {
   createAgent,
   createWorld,
@@ -35,18 +35,14 @@ function isFinal(event: RunEvent | undefined): boolean {
 }
 
 describe.each(await availableEngines())('graceful shutdown on %s', (engine) => {
-  const cleanups: (() => Promise<void> | void)[] = [];
-  afterAll(async () => {
-    for (const cleanup of cleanups.reverse()) await cleanup();
-  });
+  const teardown = teardownAfterAll();
 
   it('ends open streams with a final event, refuses new work, exits 0 and keeps what it acknowledged', async () => {
     const world: World = await createWorld(engine, `oaa-shutdown-${engine}`);
-    cleanups.push(() => world.cleanup());
+    teardown.add(() => world.cleanup());
     const { apiKey, upstream } = world;
 
-    const first: ServerProcess = await startServerProcess(world.env);
-    cleanups.push(() => void first.kill('SIGKILL'));
+    const first = await teardown.startServer(world.env);
     const agentId = await createAgent(first.url, apiKey);
     const runs = await Promise.all(Array.from({ length: RUNS }, () => openSlowRun(first.url, apiKey, agentId)));
     const replays = await Promise.all(runs.slice(0, 2).map((run) => replay(first.url, apiKey, run.runId, 0)));
@@ -79,8 +75,7 @@ describe.each(await availableEngines())('graceful shutdown on %s', (engine) => {
     expect(writers.unexpected).toEqual([]);
     expect(writers.refused).toBeGreaterThan(0);
 
-    const second = await startServerProcess(world.env);
-    cleanups.push(() => void second.kill('SIGKILL'));
+    const second = await teardown.startServer(world.env);
     expect(await missingWrites(second.url, apiKey, writers.acknowledged)).toEqual([]);
     for (const run of runs) {
       const response = await fetch(`${second.url}/v1/runs/${run.runId}`, { headers: headersFor(apiKey) });
@@ -105,14 +100,12 @@ describe.each(await availableEngines())('graceful shutdown on %s', (engine) => {
 
   it.runIf(engine === 'postgres')('ends replays of runs executing on another instance at once, leaving the runs alone', async () => {
     const world: World = await createWorld(engine, 'oaa-shutdown-pair');
-    cleanups.push(() => world.cleanup());
+    teardown.add(() => world.cleanup());
     const { apiKey } = world;
     // A long drain limit: waiting on the replay would show as a warning in the log, not as a slow test.
     const env = { ...world.env, SHUTDOWN_TIMEOUT_MS: '60000' };
-    const staying = await startServerProcess(env);
-    cleanups.push(() => void staying.kill('SIGKILL'));
-    const leaving = await startServerProcess(env);
-    cleanups.push(() => void leaving.kill('SIGKILL'));
+    const staying = await teardown.startServer(env);
+    const leaving = await teardown.startServer(env);
 
     const agentId = await createAgent(staying.url, apiKey);
     const run = await openSlowRun(staying.url, apiKey, agentId);

@@ -14,6 +14,7 @@ import type { AppHandlers } from '../../http/operations.ts';
 import type { Engine } from '../database.ts';
 import { startFakeStripe, type FakeStripe } from '../fake-stripe.ts';
 import { startTestServer, type TestServer } from '../harness.ts';
+import { NO_LIMITS } from '../plans.ts';
 import { caseFamilies, fuzzOperations, type BodySpec, type CaseFamily, type FuzzCase, type FuzzOperation, type ParamValue } from './cases.ts';
 import { schemaChecker } from './schema-arbitrary.ts';
 
@@ -70,16 +71,7 @@ const KNOWLEDGE_MAX_BYTES = 16 * 1024;
 /** The plans the fuzzed server sells: everything unlimited, one plan with a Stripe price so that checkout runs. */
 function fuzzPlansFile(): string {
   const file = path.join(mkdtempSync(path.join(tmpdir(), 'oaa-fuzz-plans-')), 'plans.yaml');
-  const limits = `    limits:
-      requests_per_minute: null
-      tokens_per_month: null
-      runs_per_day: null
-      agents: null
-      teams: null
-      knowledge_documents: null
-      knowledge_bytes: null
-`;
-  writeFileSync(file, `plans:\n  - id: unlimited\n    name: Unlimited\n${limits}  - id: pro\n    name: Pro\n${limits}    price: { amount: 2000, currency: usd, interval: month }\n    stripe_price_id: price_fuzz_pro\n`);
+  writeFileSync(file, `plans:\n  - id: unlimited\n    name: Unlimited\n${NO_LIMITS}  - id: pro\n    name: Pro\n${NO_LIMITS}    price: { amount: 2000, currency: usd, interval: month }\n    stripe_price_id: price_fuzz_pro\n`);
   return file;
 }
 

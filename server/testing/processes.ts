@@ -1,0 +1,62 @@
+// This repository's programs (server/main.ts, scripts/…, bench/upstream.ts) run as Node child processes,
+// for end-to-end tests and benchmarks: from the repository root, with PATH and the given environment only.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { createServer, type AddressInfo } from 'node:net';
+import { fileURLToPath } from 'node:url';
+
+const root = fileURLToPath(new URL('../../', import.meta.url));
+
+export interface NodeProcess {
+  child: ChildProcess;
+  /** Sends `signal` unless the process has already ended, and waits for it to end. */
+  kill(signal?: NodeJS.Signals): Promise<number | null>;
+}
+
+/** Starts `node <args>` whose output is read line by line, never left to fill its pipe. */
+export function spawnNode(args: string[], env: Record<string, string>, onLine: (line: string, from: 'stdout' | 'stderr') => void): NodeProcess {
+  const child = spawn(process.execPath, args, { cwd: root, env: { PATH: process.env.PATH ?? '', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  const reader = (from: 'stdout' | 'stderr') => {
+    let buffer = '';
+    return (chunk: Buffer) => {
+      buffer += chunk.toString();
+      const lines = buffer.split('\n');
+      buffer = lines.pop() ?? '';
+      for (const line of lines) onLine(line, from);
+    };
+  };
+  child.stdout!.on('data', reader('stdout'));
+  child.stderr!.on('data', reader('stderr'));
+  return {
+    child,
+    async kill(signal = 'SIGTERM') {
+      if (child.exitCode === null && child.signalCode === null) child.kill(signal);
+      return exited;
+    },
+  };
+}
+
+/** Runs a project script (e.g. scripts/create-key.ts) to completion and answers its stdout. */
+export async function runScript(script: string, args: string[], env: Record<string, string>): Promise<string> {
+  const child = spawn(process.execPath, [script, ...args], {
+    cwd: root,
+    env: { PATH: process.env.PATH ?? '', NODE_ENV: 'test', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  let err = '';
+  child.stdout.on('data', (chunk: Buffer) => (out += chunk.toString()));
+  child.stderr.on('data', (chunk: Buffer) => (err += chunk.toString()));
+  const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
+  if (code !== 0) throw new Error(`${script} exited with ${code}: ${err}`);
+  return out.trim();
+}
+
+/** A loopback port nothing listens on at the moment of asking. */
+export async function freePort(): Promise<number> {
+  const probe = createServer();
+  await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve));
+  const { port } = probe.address() as AddressInfo;
+  await new Promise((resolve) => probe.close(resolve));
+  return port;
+}
