@@ -127,7 +127,10 @@ function invoke(route: RouteSpec, options: MountOptions): RequestHandler {
         signal: client.signal,
         shuttingDown: options.shuttingDown,
         ip: req.ip ?? '',
-        log: req.log,
+        // A getter, so that a handler that does not log does not pay for the request's child logger.
+        get log() {
+          return req.log;
+        },
         rawBody: req.rawBody,
         files: (req.files as UploadedFile[] | undefined) ?? [],
         acceptsEventStream: accept.includes('text/event-stream'),

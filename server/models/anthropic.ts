@@ -12,6 +12,7 @@
 // offered, so the catalog never gives Anthropic models those capabilities.
 import Anthropic, { APIConnectionTimeoutError, APIError, APIUserAbortError } from '@anthropic-ai/sdk';
 import type { ProviderSpec } from './catalog.ts';
+import { createHttpFetch } from './http-fetch.ts';
 import { abortReason, failureOfStatus, retryAfterSeconds, scrubber } from './upstream.ts';
 import {
   textOf,
@@ -309,6 +310,8 @@ export function createAnthropicProvider(spec: ProviderSpec): Provider {
     timeout: spec.timeoutMs,
     logLevel: 'off',
     openTelemetry: false,
+    // As the openai-compatible provider: node:http rather than the built-in fetch (see http-fetch.ts).
+    fetch: createHttpFetch(),
   });
   const scrub = scrubber([spec.apiKey]);
 

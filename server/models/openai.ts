@@ -4,6 +4,7 @@
 // retries (as fallbacks) and timeouts.
 import OpenAI, { APIConnectionTimeoutError, APIError, APIUserAbortError } from 'openai';
 import type { ProviderSpec } from './catalog.ts';
+import { createHttpFetch } from './http-fetch.ts';
 import { abortReason, chunkText, estimatedUsage, failureOfStatus, retryAfterSeconds, scrubber } from './upstream.ts';
 import {
   UpstreamError,
@@ -39,6 +40,9 @@ export function createOpenAIProvider(spec: ProviderSpec): Provider {
     maxRetries: 0,
     timeout: spec.timeoutMs,
     logLevel: 'off',
+    // The SDK over node:http rather than the built-in fetch, whose overhead was the largest single cost
+    // of a relayed call (see http-fetch.ts).
+    fetch: createHttpFetch(),
     ...(spec.apiKey ? {} : { defaultHeaders: { Authorization: null } }),
   });
   const scrub = scrubber([spec.apiKey]);

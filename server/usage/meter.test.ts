@@ -75,3 +75,18 @@ describe.each(await availableEngines())('usage meter on %s', (engine) => {
     expect(await database.db.query('SELECT 1 FROM usage_records WHERE user_id = $1', [user.id])).toHaveLength(1);
   });
 });
+
+describe('monthOf', () => {
+  it('names the UTC month of a time, across month and year boundaries and back', () => {
+    const times: [number, string][] = [
+      [Date.UTC(2026, 0, 31, 23, 59, 59, 999), '2026-01-01'],
+      [Date.UTC(2026, 1, 1), '2026-02-01'],
+      [Date.UTC(2026, 0, 15), '2026-01-01'],
+      [Date.UTC(2026, 11, 31, 23, 59, 59, 999), '2026-12-01'],
+      [Date.UTC(2027, 0, 1), '2027-01-01'],
+      [Date.UTC(2026, 1, 28, 12), '2026-02-01'],
+      [Date.UTC(2026, 1, 1) - 1, '2026-01-01'],
+    ];
+    expect(times.map(([time]) => monthOf(time))).toEqual(times.map(([, month]) => month));
+  });
+});

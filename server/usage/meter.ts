@@ -18,9 +18,16 @@ export interface UsageRecord {
   completionTokens: number;
 }
 
+/** The month monthOf answered last, and the times it covers: every metered call asks, nearly always for the same month. */
+let lastMonth = { from: 0, until: 0, period: '' };
+
 /** The first day of `time`'s UTC month, as `YYYY-MM-01`. */
 export function monthOf(time: number): string {
-  return new Date(time).toISOString().slice(0, 8) + '01';
+  if (time >= lastMonth.from && time < lastMonth.until) return lastMonth.period;
+  const date = new Date(time);
+  const period = date.toISOString().slice(0, 8) + '01';
+  lastMonth = { from: Date.UTC(date.getUTCFullYear(), date.getUTCMonth(), 1), until: Date.UTC(date.getUTCFullYear(), date.getUTCMonth() + 1, 1), period };
+  return period;
 }
 
 export function dayOf(time: number): string {
@@ -53,29 +60,44 @@ interface Pending {
   reject(error: unknown): void;
 }
 
-const COLUMNS_PER_RECORD = 9;
-
-/** One statement that stores `batch` and adds it to the monthly rollups, grouped per user and month. */
+/**
+ * One statement that stores `batch` and adds it to the monthly rollups, grouped per user and month. The
+ * records travel as one array per column, so that the statement is the same text with the same eight
+ * parameters whatever the batch's size: the store parses less, and a record costs about a third less
+ * than as a VALUES row with parameters of its own.
+ */
 function batchStatement(batch: readonly Pending[]): { sql: string; params: SqlValue[] } {
-  const params: SqlValue[] = [];
-  const rows = batch.map(({ usage, at, period }, i) => {
-    const n = i * COLUMNS_PER_RECORD;
-    params.push(usage.userId, usage.apiKeyId, usage.model, usage.kind, usage.promptTokens, usage.completionTokens, usage.promptTokens + usage.completionTokens, new Date(at), period);
-    return `($${n + 1}::text, $${n + 2}::text, $${n + 3}::text, $${n + 4}::text, $${n + 5}::int, $${n + 6}::int, $${n + 7}::int, $${n + 8}::timestamptz, $${n + 9}::date)`;
-  });
+  const userIds: string[] = [];
+  const apiKeyIds: (string | null)[] = [];
+  const models: string[] = [];
+  const kinds: string[] = [];
+  const promptTokens: number[] = [];
+  const completionTokens: number[] = [];
+  const createdAt: Date[] = [];
+  const periods: string[] = [];
+  for (const { usage, at, period } of batch) {
+    userIds.push(usage.userId);
+    apiKeyIds.push(usage.apiKeyId);
+    models.push(usage.model);
+    kinds.push(usage.kind);
+    promptTokens.push(usage.promptTokens);
+    completionTokens.push(usage.completionTokens);
+    createdAt.push(new Date(at));
+    periods.push(period);
+  }
   // One statement, so that records and rollups land together without a transaction's round trips.
-  const sql = `WITH input (user_id, api_key_id, model, kind, prompt_tokens, completion_tokens, total_tokens, created_at, period) AS (
-       VALUES ${rows.join(', ')}
+  const sql = `WITH input (user_id, api_key_id, model, kind, prompt_tokens, completion_tokens, created_at, period) AS (
+       SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::int[], $6::int[], $7::timestamptz[], $8::date[])
      ),
      records AS (
        INSERT INTO usage_records (user_id, api_key_id, model, kind, prompt_tokens, completion_tokens, total_tokens, created_at)
-       SELECT user_id, api_key_id, model, kind, prompt_tokens, completion_tokens, total_tokens, created_at FROM input
+       SELECT user_id, api_key_id, model, kind, prompt_tokens, completion_tokens, prompt_tokens + completion_tokens, created_at FROM input
      )
      INSERT INTO usage_monthly (user_id, period, requests, tokens)
-     SELECT user_id, period, count(*), sum(total_tokens) FROM input GROUP BY user_id, period
+     SELECT user_id, period, count(*), sum(prompt_tokens + completion_tokens) FROM input GROUP BY user_id, period
      ON CONFLICT (user_id, period) DO UPDATE
        SET requests = usage_monthly.requests + EXCLUDED.requests, tokens = usage_monthly.tokens + EXCLUDED.tokens`;
-  return { sql, params };
+  return { sql, params: [userIds, apiKeyIds, models, kinds, promptTokens, completionTokens, createdAt, periods] };
 }
 
 export function createUsageMeter(db: Queryable, clock: () => number, options: UsageMeterOptions = {}) {
