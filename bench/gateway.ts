@@ -12,12 +12,12 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { Agent, request } from 'node:http';
-import { createServer as createNetServer, type AddressInfo } from 'node:net';
 import { createRequire } from 'node:module';
 import { cpus, tmpdir } from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
+import { freePort, runScript } from '../server/testing/processes.ts';
 import type { BenchOptions, BenchSection } from './run.ts';
 
 interface AutocannonResult {
@@ -104,14 +104,6 @@ async function startChild(args: string[], env: Record<string, string>, ready: ((
 
 const printedUrl = (line: string) => (line.startsWith('{"url"') ? (JSON.parse(line) as { url: string }).url : undefined);
 
-async function freePort(): Promise<number> {
-  const probe = createNetServer();
-  await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve));
-  const { port } = probe.address() as AddressInfo;
-  await new Promise((resolve) => probe.close(resolve));
-  return port;
-}
-
 /** Starts server/main.ts on a free port and waits until /health answers (whatever LOG_LEVEL says). */
 async function startServer(env: Record<string, string>, nodeArgs: string[] = []): Promise<Proc> {
   const port = await freePort();
@@ -127,19 +119,6 @@ async function startServer(env: Record<string, string>, nodeArgs: string[] = [])
     }
   })();
   return startChild([...nodeArgs, 'server/main.ts'], { ...env, PORT: String(port) }, health.then(() => url));
-}
-
-async function createKey(env: Record<string, string>): Promise<string> {
-  const child = spawn(process.execPath, ['scripts/create-key.ts', '--email', 'bench@example.com', '--name', 'bench'], {
-    cwd: root,
-    env: { PATH: process.env.PATH ?? '', ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let out = '';
-  child.stdout.on('data', (chunk: Buffer) => (out += chunk.toString()));
-  const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
-  if (code !== 0) throw new Error(`create-key exited with ${code}`);
-  return out.trim();
 }
 
 function percentile(sorted: number[], p: number): number {
@@ -326,7 +305,7 @@ async function run(options: BenchOptions) {
     const proxy = await startChild(['bench/passthrough-proxy.ts', upstreamOrigin], {}, printedUrl);
     procs.push(proxy);
     const serverEnv = { NODE_ENV: 'production', DATA_DIR: dataDir, OPENAI_BASE_URL: upstream.url, PLANS_FILE: plansFile, ...extraServerEnv };
-    const apiKey = await createKey(serverEnv);
+    const apiKey = await runScript('scripts/create-key.ts', ['--email', 'bench@example.com', '--name', 'bench'], serverEnv);
     let server = await startServer(serverEnv);
     procs.push(server);
     const startupRss = rssMb(server.child.pid);
