@@ -9,15 +9,14 @@
 // whole milliseconds). Streaming is probed one request at a time: time to the first content chunk and
 // the gap between chunks, directly and through the server. With --profile, a second pass takes a V8 CPU
 // profile of the warmed-up server under load and reports where its CPU time goes per request.
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { Agent, request } from 'node:http';
 import { createRequire } from 'node:module';
 import { cpus, tmpdir } from 'node:os';
 import path from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
-import { freePort, runScript } from '../server/testing/processes.ts';
+import { freePort, runScript, spawnNode, untilHealthy } from '../server/testing/processes.ts';
 import type { BenchOptions, BenchSection } from './run.ts';
 
 interface AutocannonResult {
@@ -63,62 +62,45 @@ interface Proc {
   stop(): Promise<void>;
 }
 
-/** Starts a child and waits until it is ready: a line that tells its URL, or a promise of it. Other output is dropped unless waited for. */
-async function startChild(args: string[], env: Record<string, string>, ready: ((line: string) => string | undefined) | Promise<string>): Promise<Proc> {
-  const child = spawn(process.execPath, args, { cwd: root, env: { PATH: process.env.PATH ?? '', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+/** Starts a child and waits until `ready` says it is, with the URL it serves. */
+async function startChild(args: string[], env: Record<string, string>, ready: (proc: Omit<Proc, 'url' | 'stop'>) => Promise<string>): Promise<Proc> {
   const waiters = new Set<{ match: (line: string) => boolean; resolve: (line: string) => void }>();
-  let buffer = '';
-  const onData = (chunk: Buffer) => {
-    if (waiters.size === 0) return;
-    buffer += chunk.toString();
-    const lines = buffer.split('\n');
-    buffer = lines.pop() ?? '';
-    for (const line of lines) {
-      for (const waiter of waiters) {
-        if (!waiter.match(line)) continue;
-        waiters.delete(waiter);
-        waiter.resolve(line);
-      }
+  const started = spawnNode(args, env, (line) => {
+    for (const waiter of waiters) {
+      if (!waiter.match(line)) continue;
+      waiters.delete(waiter);
+      waiter.resolve(line);
     }
-  };
-  child.stdout!.on('data', onData);
-  child.stderr!.on('data', onData);
+  });
+  const { child } = started;
   const waitForLine = (match: (line: string) => boolean) =>
     new Promise<string>((resolve, reject) => {
       waiters.add({ match, resolve });
       child.once('exit', (code) => reject(new Error(`${args.join(' ')} exited with ${code}`)));
     });
   const exitedEarly = new Promise<never>((_, reject) => child.once('exit', (code) => reject(new Error(`${args.join(' ')} exited with ${code} before it was ready`))));
-  const url = await Promise.race([typeof ready === 'function' ? waitForLine((line) => ready(line) !== undefined).then((line) => ready(line)!) : ready, exitedEarly]);
+  const url = await Promise.race([ready({ child, waitForLine }), exitedEarly]);
   return {
     child,
     url,
     waitForLine,
     async stop() {
-      if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
-      await exited;
+      await started.kill('SIGTERM');
     },
   };
 }
 
-const printedUrl = (line: string) => (line.startsWith('{"url"') ? (JSON.parse(line) as { url: string }).url : undefined);
+/** Ready when the child prints `{"url": …}`, as bench/upstream.ts and bench/passthrough-proxy.ts do. */
+const printsUrl = async ({ waitForLine }: Pick<Proc, 'waitForLine'>): Promise<string> => {
+  const line = await waitForLine((candidate) => candidate.startsWith('{"url"'));
+  return (JSON.parse(line) as { url: string }).url;
+};
 
 /** Starts server/main.ts on a free port and waits until /health answers (whatever LOG_LEVEL says). */
 async function startServer(env: Record<string, string>, nodeArgs: string[] = []): Promise<Proc> {
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
-  const health = (async () => {
-    for (;;) {
-      try {
-        if ((await fetch(`${url}/health`)).ok) return;
-      } catch {
-        // not listening yet
-      }
-      await sleep(100);
-    }
-  })();
-  return startChild([...nodeArgs, 'server/main.ts'], { ...env, PORT: String(port) }, health.then(() => url));
+  return startChild([...nodeArgs, 'server/main.ts'], { ...env, PORT: String(port) }, ({ child }) => untilHealthy(url, child).then(() => url));
 }
 
 function percentile(sorted: number[], p: number): number {
@@ -299,10 +281,10 @@ async function run(options: BenchOptions) {
   );
   const procs: Proc[] = [];
   try {
-    const upstream = await startChild(['bench/upstream.ts', '--chunk-gap-ms', String(UPSTREAM_CHUNK_GAP_MS)], {}, printedUrl);
+    const upstream = await startChild(['bench/upstream.ts', '--chunk-gap-ms', String(UPSTREAM_CHUNK_GAP_MS)], {}, printsUrl);
     procs.push(upstream);
     const upstreamOrigin = upstream.url.replace(/\/v1$/, '');
-    const proxy = await startChild(['bench/passthrough-proxy.ts', upstreamOrigin], {}, printedUrl);
+    const proxy = await startChild(['bench/passthrough-proxy.ts', upstreamOrigin], {}, printsUrl);
     procs.push(proxy);
     const serverEnv = { NODE_ENV: 'production', DATA_DIR: dataDir, OPENAI_BASE_URL: upstream.url, PLANS_FILE: plansFile, ...extraServerEnv };
     const apiKey = await runScript('scripts/create-key.ts', ['--email', 'bench@example.com', '--name', 'bench'], serverEnv);

@@ -16,7 +16,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { unlimitedPlanEnv } from '../server/testing/plans.ts';
-import { freePort, runScript, spawnNode } from '../server/testing/processes.ts';
+import { freePort, runScript, spawnNode, untilHealthy } from '../server/testing/processes.ts';
 
 const MB = 1024 * 1024;
 /**
@@ -72,18 +72,6 @@ function startChild(args: string[], env: Record<string, string>, onLine: (line: 
     if (from === 'stderr' ? line.trim() !== '' : /"level":(5|6)0/.test(line)) problems.push(line);
   });
   return { child: started.child, problems, stop: () => started.kill('SIGTERM') };
-}
-
-async function untilHealthy(url: string, child: ChildProcess): Promise<void> {
-  for (;;) {
-    if (child.exitCode !== null) throw new Error(`the server exited with ${child.exitCode} while starting`);
-    try {
-      if ((await fetch(`${url}/health`)).ok) return;
-    } catch {
-      // not listening yet
-    }
-    await sleep(100);
-  }
 }
 
 function rssBytes(pid: number): number {

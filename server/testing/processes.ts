@@ -2,6 +2,7 @@
 // for end-to-end tests and benchmarks: from the repository root, with PATH and the given environment only.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createServer, type AddressInfo } from 'node:net';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
@@ -59,4 +60,17 @@ export async function freePort(): Promise<number> {
   const { port } = probe.address() as AddressInfo;
   await new Promise((resolve) => probe.close(resolve));
   return port;
+}
+
+/** Waits until the server `child` runs answers `GET /health` at `url`; fails if the child exits first. */
+export async function untilHealthy(url: string, child: ChildProcess): Promise<void> {
+  for (;;) {
+    if (child.exitCode !== null || child.signalCode !== null) throw new Error(`the server exited with ${child.exitCode ?? child.signalCode} while starting`);
+    try {
+      if ((await fetch(`${url}/health`)).ok) return;
+    } catch {
+      // not listening yet
+    }
+    await sleep(100);
+  }
 }

@@ -18,16 +18,9 @@ export interface UsageRecord {
   completionTokens: number;
 }
 
-/** The month monthOf answered last, and the times it covers: every metered call asks, nearly always for the same month. */
-let lastMonth = { from: 0, until: 0, period: '' };
-
 /** The first day of `time`'s UTC month, as `YYYY-MM-01`. */
 export function monthOf(time: number): string {
-  if (time >= lastMonth.from && time < lastMonth.until) return lastMonth.period;
-  const date = new Date(time);
-  const period = date.toISOString().slice(0, 8) + '01';
-  lastMonth = { from: Date.UTC(date.getUTCFullYear(), date.getUTCMonth(), 1), until: Date.UTC(date.getUTCFullYear(), date.getUTCMonth() + 1, 1), period };
-  return period;
+  return new Date(time).toISOString().slice(0, 8) + '01';
 }
 
 export function dayOf(time: number): string {
