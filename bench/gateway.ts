@@ -3,8 +3,11 @@
 // (server/main.ts: production mode, PGlite, request validation, API-key auth, rate limit and quota
 // guards, usage metering, request logs at info; BENCH_SERVER_ENV='{"NAME":"value"}' adds settings, such
 // as DATABASE_URL), and a bare node:http pass-through proxy
-// (bench/passthrough-proxy.ts). autocannon, in this process, drives POST /v1/chat/completions against
-// each of the upstream directly, the proxy and the server, at concurrency 1, 16 and 64, in the same run.
+// (bench/passthrough-proxy.ts), and the required parts alone (bench/required-parts.ts: Express, the
+// contract's request validator and the openai SDK, with none of the server's own work), which shows how
+// much of the server's cost is its own. autocannon, in this process, drives POST /v1/chat/completions
+// against each of the upstream directly, the proxy, the required parts and the server, at concurrency 1,
+// 16 and 64, in the same run.
 // Latencies are taken per response at sub-millisecond resolution (autocannon's own histogram rounds to
 // whole milliseconds). Streaming is probed one request at a time: time to the first content chunk and
 // the gap between chunks, directly and through the server. With --profile, a second pass takes a V8 CPU
@@ -107,6 +110,9 @@ function percentile(sorted: number[], p: number): number {
   if (sorted.length === 0) return Number.NaN;
   return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))]!;
 }
+
+/** What autocannon drives: the upstream directly, the pass-through proxy, the required parts alone, the server. */
+type Target = 'direct' | 'proxy' | 'parts' | 'server';
 
 interface LoadFigures {
   /** Successful responses. */
@@ -286,6 +292,8 @@ async function run(options: BenchOptions) {
     const upstreamOrigin = upstream.url.replace(/\/v1$/, '');
     const proxy = await startChild(['bench/passthrough-proxy.ts', upstreamOrigin], {}, printsUrl);
     procs.push(proxy);
+    const parts = await startChild(['bench/required-parts.ts', upstream.url], { NODE_ENV: 'production' }, printsUrl);
+    procs.push(parts);
     const serverEnv = { NODE_ENV: 'production', DATA_DIR: dataDir, OPENAI_BASE_URL: upstream.url, PLANS_FILE: plansFile, ...extraServerEnv };
     const apiKey = await runScript('scripts/create-key.ts', ['--email', 'bench@example.com', '--name', 'bench'], serverEnv);
     let server = await startServer(serverEnv);
@@ -293,16 +301,17 @@ async function run(options: BenchOptions) {
     const startupRss = rssMb(server.child.pid);
     const peakIsForTheRun = resetPeakRss(server.child.pid);
 
-    const targets: { name: 'direct' | 'proxy' | 'server'; url: string; headers: Record<string, string> }[] = [
+    const targets: { name: Target; url: string; headers: Record<string, string> }[] = [
       { name: 'direct', url: `${upstream.url}/chat/completions`, headers: {} },
       { name: 'proxy', url: `${proxy.url}/v1/chat/completions`, headers: {} },
+      { name: 'parts', url: `${parts.url}/v1/chat/completions`, headers: {} },
       { name: 'server', url: `${server.url}/v1/chat/completions`, headers: { authorization: `Bearer ${apiKey}` } },
     ];
     for (const target of targets) await load(target.url, target.headers, 16, 2);
 
-    const runs: { concurrency: number; direct: LoadFigures; proxy: LoadFigures; server: LoadFigures }[] = [];
+    const runs: ({ concurrency: number } & Record<Target, LoadFigures>)[] = [];
     for (const concurrency of CONCURRENCIES) {
-      const figures = {} as Record<'direct' | 'proxy' | 'server', LoadFigures>;
+      const figures = {} as Record<Target, LoadFigures>;
       for (const target of targets) figures[target.name] = await load(target.url, target.headers, concurrency, duration);
       runs.push({ concurrency, ...figures });
     }
@@ -347,6 +356,7 @@ async function run(options: BenchOptions) {
         ...r,
         added: { p50Ms: r.server.p50 - r.direct.p50, p99Ms: r.server.p99 - r.direct.p99 },
         serverToProxyRps: r.server.rps / r.proxy.rps,
+        partsToProxyRps: r.parts.rps / r.proxy.rps,
       })),
       streaming: {
         direct: streamDirect,
@@ -365,11 +375,13 @@ async function run(options: BenchOptions) {
 
     const lines = [
       table(
-        ['concurrency', 'direct req/s', 'proxy req/s', 'server req/s', 'server/proxy', 'direct p50', 'proxy p50', 'server p50', 'added p50 ms', 'direct p99', 'proxy p99', 'server p99', 'added p99 ms', 'failed'],
+        ['concurrency', 'direct req/s', 'proxy req/s', 'parts req/s', 'parts/proxy', 'server req/s', 'server/proxy', 'direct p50', 'proxy p50', 'server p50', 'added p50 ms', 'direct p99', 'proxy p99', 'server p99', 'added p99 ms', 'failed'],
         json.runs.map((r) => [
           r.concurrency,
           r.direct.rps.toFixed(0),
           r.proxy.rps.toFixed(0),
+          r.parts.rps.toFixed(0),
+          r.partsToProxyRps.toFixed(2),
           r.server.rps.toFixed(0),
           r.serverToProxyRps.toFixed(2),
           ms(r.direct.p50),
@@ -380,7 +392,7 @@ async function run(options: BenchOptions) {
           ms(r.proxy.p99),
           ms(r.server.p99),
           ms(r.added.p99Ms),
-          r.direct.failed + r.proxy.failed + r.server.failed,
+          r.direct.failed + r.proxy.failed + r.parts.failed + r.server.failed,
         ]),
       ),
       '',
@@ -397,6 +409,7 @@ async function run(options: BenchOptions) {
         (peakIsForTheRun ? `peak ${rss.peak} MB under load` : `peak ${rss.peak} MB including start-up`),
       `target: added p50 at c=1 < 1 ms: ${ms(addedP50AtC1)} ms, ${json.targets.addedP50AtC1Ms.met ? 'met' : 'NOT met'}`,
       `target: server >= 0.5 x proxy req/s at c=64: ${rpsRatioAtC64.toFixed(2)}, ${json.targets.serverToProxyRpsAtC64.met ? 'met' : 'NOT met'}`,
+      `the required parts alone at c=64: ${(c64.parts.rps / c64.proxy.rps).toFixed(2)} x proxy req/s; the server does ${(c64.server.rps / c64.parts.rps).toFixed(2)} x theirs`,
     ];
     if (profile) {
       lines.push(
@@ -428,6 +441,6 @@ async function run(options: BenchOptions) {
 export const section: BenchSection = {
   name: 'gateway',
   description:
-    'Model gateway overhead: POST /v1/chat/completions directly to a loopback OpenAI upstream, through a bare pass-through proxy, and through the server (production mode, PGlite unless BENCH_SERVER_ENV says otherwise, request validation, API-key auth, rate limit and quota guards, usage metering, request logs), each in its own process.',
+    'Model gateway overhead: POST /v1/chat/completions directly to a loopback OpenAI upstream, through a bare pass-through proxy, through the required parts alone (Express, request validation, the openai SDK), and through the server (production mode, PGlite unless BENCH_SERVER_ENV says otherwise, request validation, API-key auth, rate limit and quota guards, usage metering, request logs), each in its own process.',
   run,
 };

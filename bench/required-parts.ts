@@ -1,0 +1,42 @@
+// The parts of a relayed chat completion that the design requires and the server cannot leave out, and
+// nothing else: Express 5, express-openapi-validator checking the request against the contract (as the
+// server configures it in production), and the official openai SDK calling the upstream over the same
+// keep-alive transport the server uses. No authentication, limits, metering, logs or error envelope. Its
+// requests/s is the ceiling for a server built on these parts on this machine; the gap between it and
+// the server is what the server's own work costs. Prints `{"url": …}` once listening; runs until killed.
+//   node bench/required-parts.ts http://127.0.0.1:PORT/v1
+import type { AddressInfo } from 'node:net';
+import express, { type RequestHandler } from 'express';
+import * as OpenApiValidator from 'express-openapi-validator';
+import OpenAI from 'openai';
+import { loadContract } from '../server/http/contract.ts';
+import { jsonBodyParser } from '../server/http/operations.ts';
+import { cacheValidatorRouteMatchers } from '../server/http/route-matchers.ts';
+import { createHttpFetch } from '../server/models/http-fetch.ts';
+
+const upstream = new OpenAI({ baseURL: process.argv[2] ?? '', apiKey: 'bench', maxRetries: 0, logLevel: 'off', fetch: createHttpFetch() });
+
+cacheValidatorRouteMatchers();
+const validator = OpenApiValidator.middleware({
+  apiSpec: structuredClone(loadContract().document) as never,
+  validateApiSpec: false,
+  validateRequests: { allowUnknownQueryParameters: false, allErrors: false },
+  validateResponses: false,
+  validateSecurity: false,
+  validateFormats: true,
+  ignoreUndocumented: true,
+}) as unknown as RequestHandler[];
+
+const app = express();
+app.set('query parser', 'simple');
+app.set('etag', false);
+app.post('/v1/chat/completions', jsonBodyParser(1024 * 1024), ...validator, async (req, res) => {
+  const body = req.body as OpenAI.ChatCompletionCreateParamsNonStreaming;
+  res.json(await upstream.chat.completions.create({ ...body, stream: false }));
+});
+
+const server = app.listen(0, '127.0.0.1', () => {
+  console.log(JSON.stringify({ url: `http://127.0.0.1:${(server.address() as AddressInfo).port}` }));
+});
+server.keepAliveTimeout = 60_000;
+process.on('SIGTERM', () => process.exit(0));
