@@ -6,31 +6,21 @@
 // the server is what the server's own work costs. Prints `{"url": …}` once listening; runs until killed.
 //   node bench/required-parts.ts http://127.0.0.1:PORT/v1
 import type { AddressInfo } from 'node:net';
-import express, { type RequestHandler } from 'express';
-import * as OpenApiValidator from 'express-openapi-validator';
+import express from 'express';
 import OpenAI from 'openai';
+import { validatorFor } from '../server/app.ts';
+import { loadConfig } from '../server/config.ts';
 import { loadContract } from '../server/http/contract.ts';
 import { jsonBodyParser } from '../server/http/operations.ts';
-import { cacheValidatorRouteMatchers } from '../server/http/route-matchers.ts';
 import { createHttpFetch } from '../server/models/http-fetch.ts';
 
 const upstream = new OpenAI({ baseURL: process.argv[2] ?? '', apiKey: 'bench', maxRetries: 0, logLevel: 'off', fetch: createHttpFetch() });
-
-cacheValidatorRouteMatchers();
-const validator = OpenApiValidator.middleware({
-  apiSpec: structuredClone(loadContract().document) as never,
-  validateApiSpec: false,
-  validateRequests: { allowUnknownQueryParameters: false, allErrors: false },
-  validateResponses: false,
-  validateSecurity: false,
-  validateFormats: true,
-  ignoreUndocumented: true,
-}) as unknown as RequestHandler[];
+const config = loadConfig({ NODE_ENV: 'production' });
 
 const app = express();
 app.set('query parser', 'simple');
 app.set('etag', false);
-app.post('/v1/chat/completions', jsonBodyParser(1024 * 1024), ...validator, async (req, res) => {
+app.post('/v1/chat/completions', jsonBodyParser(config.bodyLimitBytes), ...validatorFor(loadContract(), config), async (req, res) => {
   const body = req.body as OpenAI.ChatCompletionCreateParamsNonStreaming;
   res.json(await upstream.chat.completions.create({ ...body, stream: false }));
 });

@@ -10,6 +10,6 @@ const { values } = parseArgs({
     models: { type: 'string', default: 'gpt-bench' },
   },
 });
-const upstream = await startFakeOpenAI({ models: values.models.split(','), chunkGapMs: Number(values['chunk-gap-ms']) });
+const upstream = await startFakeOpenAI({ models: values.models.split(','), chunkGapMs: Number(values['chunk-gap-ms']), keepRequests: false });
 console.log(JSON.stringify({ url: upstream.url }));
 process.on('SIGTERM', () => void upstream.close().then(() => process.exit(0)));

@@ -48,7 +48,8 @@ function trackInFlight(lifecycle: Lifecycle): RequestHandler {
   };
 }
 
-function validatorFor(contract: Contract, config: Config): RequestHandler[] {
+/** express-openapi-validator over the contract, as `config` has the server run it. */
+export function validatorFor(contract: Contract, config: Config): RequestHandler[] {
   cacheValidatorRouteMatchers();
   return OpenApiValidator.middleware({
     // The validator dereferences in place; it gets its own copy.

@@ -46,6 +46,8 @@ export interface FakeOpenAIOptions extends FakeTiming {
   respond?: (request: RecordedRequest) => FakeOpenAIReply | undefined;
   /** The vector length of default embeddings without `dimensions`. */
   embeddingDimensions?: number;
+  /** False: `requests` stays empty (see FakeUpstreamOptions.keepRequests). */
+  keepRequests?: boolean;
 }
 
 export interface FakeOpenAI extends FakeUpstream<FakeOpenAIReply> {
@@ -260,6 +262,7 @@ export async function startFakeOpenAI(options: FakeOpenAIOptions = {}): Promise<
     queue,
     basePath: '/v1',
     keepAliveTimeout: 60_000,
+    keepRequests: options.keepRequests,
     handle,
     sendError: (res, error) => sendError(res, { status: 500, message: String(error) }),
   });
