@@ -142,7 +142,7 @@ export function createOpenAgentClient(options: OpenAgentClientOptions): OpenAgen
         if (event.type === 'RunStarted') started = event;
         else if (event.type === 'RunResponse' && event.message) messages.push(event.message);
         else if (event.type === 'ToolCallCompleted') messages.push({ role: 'tool', tool_call_id: event.tool_call_id, content: event.output });
-        else if (event.type === 'RunError') throw new OpenAgentError(200, { error: { ...event.error, request_id: '', details: [{ message: 'run failed', run_id: event.run_id }] } });
+        else if (event.type === 'RunError') throw new OpenAgentError(200, { error: { ...event.error, type: 'server_error', param: null, request_id: '', details: [{ message: 'run failed', run_id: event.run_id }] } });
         else if (event.type === 'RunCompleted' || event.type === 'ToolRequest') {
           const halted = event.type === 'ToolRequest';
           return {

@@ -1036,6 +1036,14 @@ export interface components {
          * @enum {string}
          */
         ErrorCode: "validation_error" | "invalid_json" | "invalid_request" | "invalid_token" | "unauthorized" | "quota_exceeded" | "forbidden" | "not_found" | "method_not_allowed" | "not_acceptable" | "conflict" | "request_in_progress" | "payload_too_large" | "unsupported_media_type" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "not_implemented" | "upstream_error" | "service_unavailable" | "billing_disabled" | "upstream_timeout";
+        /**
+         * @description The error's class in OpenAI's vocabulary, so that OpenAI SDKs fill `APIError.type`:
+         *     `invalid_request_error` (400, 405, 406, 413, 415, 422), `authentication_error` (401),
+         *     `insufficient_quota` (402), `permission_error` (403), `not_found_error` (404), `conflict_error` (409),
+         *     `rate_limit_error` (429), `server_error` (5xx). `code` is the precise one.
+         * @enum {string}
+         */
+        ErrorType: "invalid_request_error" | "authentication_error" | "insufficient_quota" | "permission_error" | "not_found_error" | "conflict_error" | "rate_limit_error" | "server_error";
         /** @description One thing wrong with the request, or more about the error. Fields beyond `message` depend on the code. */
         ErrorDetail: {
             message: string;
@@ -1050,8 +1058,11 @@ export interface components {
         Error: {
             error: {
                 code: components["schemas"]["ErrorCode"];
+                type: components["schemas"]["ErrorType"];
                 /** @description A sentence for people; do not parse it. */
                 message: string;
+                /** @description The request field at fault, as in OpenAI's errors (`messages[3].tool_call_id`), or `null`. */
+                param: string | null;
                 details?: components["schemas"]["ErrorDetail"][];
                 request_id: string;
             };
@@ -1741,7 +1752,15 @@ export interface components {
             agent_id: components["schemas"]["ResourceId"] | null;
             team_id: components["schemas"]["ResourceId"] | null;
             status: components["schemas"]["RunStatus"];
-            /** @description Every message this turn produced, assistant and tool, in order. */
+            /**
+             * @description Every message this turn produced, assistant and tool, in order: the fold of the turn's run
+             *     events (`RunResponse` messages and `ToolCallCompleted` results), the same whether the turn was
+             *     asked for as JSON or as a stream. For a team, these are the team's own messages: the leader's
+             *     (its delegations as tool calls, each answered by the member's reply as the tool result) and, when
+             *     a member's answer is the team's (route mode), that answer attributed by `from`. What members did
+             *     on their own (their tool calls, their drafts) is relayed in the stream with `member_run_id` and
+             *     kept in the member runs, not here; so `messages` is always a valid OpenAI history.
+             */
             messages: components["schemas"]["ChatMessage"][];
             /** @description The last assistant message, or `null` when there is none. */
             message: components["schemas"]["AssistantMessage"] | null;
@@ -1782,6 +1801,12 @@ export interface components {
             created_at: components["schemas"]["Timestamp"];
             from?: components["schemas"]["Speaker"];
             message_id: string;
+            /**
+             * @description Set when a team run relays a member's own work: the member run it comes from. Such events show
+             *     who did what (with `from`) but are the member's conversation, not the team's: they do not enter
+             *     the team turn's `messages`.
+             */
+            member_run_id?: components["schemas"]["ResourceId"];
             delta?: string;
             message?: components["schemas"]["AssistantMessage"];
         };
@@ -1797,6 +1822,12 @@ export interface components {
             created_at: components["schemas"]["Timestamp"];
             from?: components["schemas"]["Speaker"];
             tool_call: components["schemas"]["ToolCall"];
+            /**
+             * @description Set when a team run relays a member's own work: the member run it comes from. Such events show
+             *     who did what (with `from`) but are the member's conversation, not the team's: they do not enter
+             *     the team turn's `messages`.
+             */
+            member_run_id?: components["schemas"]["ResourceId"];
         };
         /** @description A server-side tool finished; `output` is what the model sees. */
         ToolCallCompletedEvent: {
@@ -1813,6 +1844,12 @@ export interface components {
             name: string;
             output: string;
             is_error: boolean;
+            /**
+             * @description Set when a team run relays a member's own work: the member run it comes from. Such events show
+             *     who did what (with `from`) but are the member's conversation, not the team's: they do not enter
+             *     the team turn's `messages`.
+             */
+            member_run_id?: components["schemas"]["ResourceId"];
         };
         /** @description The run halts until the client answers these client-side tool calls. Terminal for this stream. */
         ToolRequestEvent: {
@@ -1828,6 +1865,8 @@ export interface components {
             session_id: components["schemas"]["ResourceId"];
             tool_calls: components["schemas"]["ToolCall"][];
             usage: components["schemas"]["TokenUsage"];
+            usage_breakdown?: components["schemas"]["MemberUsage"][];
+            sources?: components["schemas"]["KnowledgeSource"][];
         };
         /** @description The run finished (or was cancelled). Terminal. */
         RunCompletedEvent: {
@@ -2467,6 +2506,7 @@ export interface components {
                  * @example {
                  *       "error": {
                  *         "code": "validation_error",
+                 *         "type": "invalid_request_error",
                  *         "message": "The request does not match the contract.",
                  *         "details": [
                  *           {
@@ -2474,6 +2514,7 @@ export interface components {
                  *             "message": "must NOT have fewer than 1 characters"
                  *           }
                  *         ],
+                 *         "param": "name",
                  *         "request_id": "req_01JD3V7R2N8Q4X6Y0Z1A2B3C4D"
                  *       }
                  *     }
@@ -2493,7 +2534,9 @@ export interface components {
                  * @example {
                  *       "error": {
                  *         "code": "unauthorized",
+                 *         "type": "authentication_error",
                  *         "message": "A valid API key or access token is required.",
+                 *         "param": null,
                  *         "request_id": "req_01JD3V7R2N8Q4X6Y0Z1A2B3C4D"
                  *       }
                  *     }
@@ -2512,6 +2555,7 @@ export interface components {
                  * @example {
                  *       "error": {
                  *         "code": "quota_exceeded",
+                 *         "type": "insufficient_quota",
                  *         "message": "The plan's limit on agents is reached (5 of 5).",
                  *         "details": [
                  *           {
@@ -2521,6 +2565,7 @@ export interface components {
                  *             "used": 5
                  *           }
                  *         ],
+                 *         "param": null,
                  *         "request_id": "req_01JD3V7R2N8Q4X6Y0Z1A2B3C4D"
                  *       }
                  *     }
@@ -2539,7 +2584,9 @@ export interface components {
                  * @example {
                  *       "error": {
                  *         "code": "not_found",
+                 *         "type": "not_found_error",
                  *         "message": "No agent agt_01JD3V7R2N8Q4X6Y0Z1A2B3C4D.",
+                 *         "param": null,
                  *         "request_id": "req_01JD3V7R2N8Q4X6Y0Z1A2B3C4D"
                  *       }
                  *     }
@@ -2558,7 +2605,9 @@ export interface components {
                  * @example {
                  *       "error": {
                  *         "code": "conflict",
+                 *         "type": "conflict_error",
                  *         "message": "The agent is a member of team team_01JD3V7R2N8Q4X6Y0Z1A2B3C4D.",
+                 *         "param": null,
                  *         "request_id": "req_01JD3V7R2N8Q4X6Y0Z1A2B3C4D"
                  *       }
                  *     }
@@ -2577,7 +2626,9 @@ export interface components {
                  * @example {
                  *       "error": {
                  *         "code": "idempotency_key_reused",
+                 *         "type": "invalid_request_error",
                  *         "message": "This idempotency key was used with a different request.",
+                 *         "param": null,
                  *         "request_id": "req_01JD3V7R2N8Q4X6Y0Z1A2B3C4D"
                  *       }
                  *     }
@@ -2596,7 +2647,9 @@ export interface components {
                  * @example {
                  *       "error": {
                  *         "code": "payload_too_large",
+                 *         "type": "invalid_request_error",
                  *         "message": "The request body is larger than 1048576 bytes.",
+                 *         "param": null,
                  *         "request_id": "req_01JD3V7R2N8Q4X6Y0Z1A2B3C4D"
                  *       }
                  *     }
@@ -2615,7 +2668,9 @@ export interface components {
                  * @example {
                  *       "error": {
                  *         "code": "unsupported_media_type",
+                 *         "type": "invalid_request_error",
                  *         "message": "Files of type image/png cannot be ingested; send text, Markdown, HTML or PDF.",
+                 *         "param": null,
                  *         "request_id": "req_01JD3V7R2N8Q4X6Y0Z1A2B3C4D"
                  *       }
                  *     }
@@ -2637,7 +2692,9 @@ export interface components {
                  * @example {
                  *       "error": {
                  *         "code": "rate_limited",
+                 *         "type": "rate_limit_error",
                  *         "message": "Too many requests; retry in 12 seconds.",
+                 *         "param": null,
                  *         "request_id": "req_01JD3V7R2N8Q4X6Y0Z1A2B3C4D"
                  *       }
                  *     }
@@ -2656,7 +2713,9 @@ export interface components {
                  * @example {
                  *       "error": {
                  *         "code": "internal_error",
+                 *         "type": "server_error",
                  *         "message": "An unexpected error occurred.",
+                 *         "param": null,
                  *         "request_id": "req_01JD3V7R2N8Q4X6Y0Z1A2B3C4D"
                  *       }
                  *     }
@@ -2675,7 +2734,9 @@ export interface components {
                  * @example {
                  *       "error": {
                  *         "code": "upstream_error",
+                 *         "type": "server_error",
                  *         "message": "The model provider failed (status 500).",
+                 *         "param": null,
                  *         "request_id": "req_01JD3V7R2N8Q4X6Y0Z1A2B3C4D"
                  *       }
                  *     }
@@ -2694,7 +2755,9 @@ export interface components {
                  * @example {
                  *       "error": {
                  *         "code": "billing_disabled",
+                 *         "type": "server_error",
                  *         "message": "Billing is not configured on this server.",
+                 *         "param": null,
                  *         "request_id": "req_01JD3V7R2N8Q4X6Y0Z1A2B3C4D"
                  *       }
                  *     }
@@ -2713,7 +2776,9 @@ export interface components {
                  * @example {
                  *       "error": {
                  *         "code": "upstream_timeout",
+                 *         "type": "server_error",
                  *         "message": "The model provider did not answer within 60 seconds.",
+                 *         "param": null,
                  *         "request_id": "req_01JD3V7R2N8Q4X6Y0Z1A2B3C4D"
                  *       }
                  *     }
@@ -2732,7 +2797,9 @@ export interface components {
                  * @example {
                  *       "error": {
                  *         "code": "method_not_allowed",
+                 *         "type": "invalid_request_error",
                  *         "message": "DELETE is not allowed on /v1/models; allowed are GET.",
+                 *         "param": null,
                  *         "request_id": "req_01JD3V7R2N8Q4X6Y0Z1A2B3C4D"
                  *       }
                  *     }

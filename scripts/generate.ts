@@ -1,5 +1,5 @@
 // Generates generated/openapi.gen.ts (types, by openapi-typescript) and generated/server.gen.ts (the
-// handler map type, the route table and the not-implemented stubs) from open-agent-api.yaml.
+// handler map type and the route table) from open-agent-api.yaml.
 //   node scripts/generate.ts           write the files
 //   node scripts/generate.ts --check   regenerate in memory; exit 1 if a committed file differs
 import { readFileSync, writeFileSync, mkdirSync } from 'node:fs';
@@ -38,7 +38,6 @@ function generateServer(operations: OperationInfo[]): string {
     const statuses = op.handlerStatuses.join(' | ');
     return `  /** ${op.method.toUpperCase()} ${op.path}: ${op.summary} */\n  ${op.operationId}: Handler<'${op.operationId}', ${statuses}, Auth, Ctx>;`;
   });
-  const stubEntries = operations.map((op) => `    ${op.operationId}: stub('${op.operationId}'),`);
   return `${banner}/* eslint-disable */
 import type { operations } from './openapi.gen.ts';
 
@@ -115,15 +114,6 @@ export interface RouteSpec {
 export const routes: readonly RouteSpec[] = [
 ${operations.map(routeLiteral).join('\n')}
 ];
-
-/** A handler for every operation, each made by \`stub\`: the not-implemented answer for work not built yet. */
-export function createStubHandlers<Auth, Ctx>(
-  stub: (operationId: OperationId) => (request: unknown) => Promise<never>,
-): Handlers<Auth, Ctx> {
-  return {
-${stubEntries.join('\n')}
-  };
-}
 `;
 }
 

@@ -10,7 +10,7 @@ import { routes } from '../generated/server.gen.ts';
 import type { Config } from './config.ts';
 import { createStreamValidators, loadContract, type Contract } from './http/contract.ts';
 import { errorHandler, unmatchedRoute } from './http/error-handler.ts';
-import { ApiError } from './http/errors.ts';
+import { ApiError } from './errors.ts';
 import { jsonBodyParser, mountOperations, type AppHandlers } from './http/operations.ts';
 import { requestLog } from './http/request-log.ts';
 import { cacheValidatorRouteMatchers } from './http/route-matchers.ts';

@@ -1,10 +1,7 @@
 // The handler map: one handler per operationId, assembled from the domain modules.
-import { createStubHandlers, type OperationId } from '../generated/server.gen.ts';
 import { agentHandlers } from './agents/handlers.ts';
 import { billingHandlers } from './billing/handlers.ts';
-import { ApiError } from './http/errors.ts';
-import type { AppHandlers, RequestContext } from './http/operations.ts';
-import type { Principal } from './http/auth.ts';
+import type { AppHandlers } from './http/operations.ts';
 import type { Contract } from './http/contract.ts';
 import { identityHandlers } from './identity/handlers.ts';
 import { agentProtocolHandlers } from './protocols/handlers.ts';
@@ -18,20 +15,12 @@ import { modelHandlers } from './models/handlers.ts';
 import type { Services } from './services.ts';
 import { systemHandlers } from './system/handlers.ts';
 
-const stubs = new WeakSet<object>();
-
-/** The answer of an operation not built yet: 501 through the envelope. */
-export function notImplemented(operationId: OperationId) {
-  const stub = async (): Promise<never> => {
-    throw new ApiError('not_implemented', `${operationId} is not implemented yet.`);
-  };
-  stubs.add(stub);
-  return stub;
-}
-
-export function buildHandlers(services: Services, contract: Contract): AppHandlers {
+/**
+ * Every operation's handler. `satisfies AppHandlers` is the completeness proof: a missing operation, an
+ * undeclared status or a body off the contract is a compile error, not a 501 at run time.
+ */
+export function buildHandlers(services: Services, contract: Contract) {
   return {
-    ...createStubHandlers<Principal, RequestContext>(notImplemented),
     ...systemHandlers({ contract, startedAt: services.clock(), clock: services.clock, databaseReady: services.databaseReady }),
     ...identityHandlers(services),
     ...agentHandlers(services),
@@ -53,9 +42,4 @@ export function buildHandlers(services: Services, contract: Contract): AppHandle
     ...knowledgeHandlers(services),
     ...metricsHandlers({ metrics: services.metrics, config: services.config.metrics }),
   } satisfies AppHandlers;
-}
-
-/** The operations that still answer 501 `not_implemented`. */
-export function unimplementedOperations(handlers: AppHandlers): OperationId[] {
-  return (Object.keys(handlers) as OperationId[]).filter((operationId) => stubs.has(handlers[operationId]));
 }

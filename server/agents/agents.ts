@@ -1,6 +1,6 @@
 // Agents: a model with instructions, generation settings and tools, owned by one user.
 import type { components } from '../../generated/openapi.gen.ts';
-import { ApiError, notFound } from '../http/errors.ts';
+import { ApiError, notFound } from '../errors.ts';
 import type { ModelGateway } from '../models/gateway.ts';
 import { one, type Queryable } from '../store/db.ts';
 import { newId } from '../store/ids.ts';
@@ -58,18 +58,18 @@ export function toAgent(row: AgentRow): Agent {
 }
 
 /** Client-side tool names must be unique and must not shadow a server-side tool. */
-export function checkToolNames(tools: FunctionTool[], path: string): void {
+export function checkToolNames(tools: FunctionTool[], list: string): void {
   const seen = new Set<string>();
   tools.forEach((tool, index) => {
     const name = tool.function.name;
     if (serverToolNames.has(name)) {
       throw new ApiError('invalid_request', `The tool name ${name} is taken by a server-side tool; rename yours.`, {
-        details: [{ path: `${path}/${index}/function/name`, message: 'reserved for a server-side tool' }],
+        details: [{ field: `${list}[${index}].function.name`, message: 'reserved for a server-side tool' }],
       });
     }
     if (seen.has(name)) {
       throw new ApiError('invalid_request', `The tool name ${name} appears twice.`, {
-        details: [{ path: `${path}/${index}/function/name`, message: 'duplicate tool name' }],
+        details: [{ field: `${list}[${index}].function.name`, message: 'duplicate tool name' }],
       });
     }
     seen.add(name);
@@ -87,7 +87,7 @@ export function createAgentStore({ db, models, knowledge }: AgentStoreDeps) {
     const missing = names?.length ? await knowledge.missingCollections(userId, names) : [];
     if (missing.length > 0) {
       throw new ApiError('invalid_request', `No knowledge collection named ${missing.join(', ')}; add a document to it first.`, {
-        details: missing.map((name) => ({ path: `/body/knowledge_collections/${names!.indexOf(name)}`, message: 'unknown collection' })),
+        details: missing.map((name) => ({ field: `knowledge_collections[${names!.indexOf(name)}]`, message: 'unknown collection' })),
       });
     }
   };
@@ -96,7 +96,7 @@ export function createAgentStore({ db, models, knowledge }: AgentStoreDeps) {
     const spec = models.get(model);
     if (!spec?.capabilities.includes('chat')) {
       throw new ApiError('invalid_request', `The model ${model} is not a chat model of this server's catalog.`, {
-        details: [{ path: '/body/model', message: spec ? 'not a chat model' : 'unknown model' }],
+        details: [{ field: 'model', message: spec ? 'not a chat model' : 'unknown model' }],
       });
     }
   };
@@ -113,7 +113,7 @@ export function createAgentStore({ db, models, knowledge }: AgentStoreDeps) {
     async create(userId: string, input: AgentCreate): Promise<Agent> {
       const model = input.model ?? models.defaults.chat;
       checkModel(model);
-      checkToolNames(input.tools ?? [], '/body/tools');
+      checkToolNames(input.tools ?? [], 'tools');
       await checkCollections(userId, input.knowledge_collections);
       const row = await one<AgentRow>(
         db,
@@ -150,7 +150,7 @@ export function createAgentStore({ db, models, knowledge }: AgentStoreDeps) {
 
     async update(userId: string, agentId: string, patch: AgentUpdate): Promise<Agent> {
       if (patch.model !== undefined) checkModel(patch.model);
-      if (patch.tools !== undefined) checkToolNames(patch.tools, '/body/tools');
+      if (patch.tools !== undefined) checkToolNames(patch.tools, 'tools');
       const current = await get(userId, agentId);
       await checkCollections(userId, patch.knowledge_collections);
       const next = { ...current, ...patch };

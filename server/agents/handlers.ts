@@ -1,5 +1,5 @@
 import type { components } from '../../generated/openapi.gen.ts';
-import { ApiError } from '../http/errors.ts';
+import { ApiError } from '../errors.ts';
 import type { AppHandlers, RequestContext } from '../http/operations.ts';
 import type { Principal } from '../http/auth.ts';
 import type { AgentTurnInput, RunEngine, RunHandle, TurnResult } from '../runs/engine.ts';

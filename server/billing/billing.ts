@@ -4,7 +4,7 @@ import { createHash } from 'node:crypto';
 import type { Logger } from 'pino';
 import Stripe from 'stripe';
 import type { StripeConfig } from '../config.ts';
-import { ApiError, invalidRequest, notFound } from '../http/errors.ts';
+import { ApiError, invalidRequest, notFound } from '../errors.ts';
 import type { Db } from '../store/db.ts';
 import type { PlanBook } from './plans.ts';
 import { effectOf } from './stripe-events.ts';
@@ -79,9 +79,9 @@ export function createBilling(options: BillingOptions) {
     throw error;
   }
 
-  function checkRedirect(url: string, path: string): void {
+  function checkRedirect(url: string, field: string): void {
     if (!options.isAllowedRedirect(url)) {
-      throw invalidRequest(`${url} is not an allowed destination; allowed are PUBLIC_URL's origin and ALLOWED_REDIRECT_ORIGINS.`, path);
+      throw invalidRequest(`${url} is not an allowed destination; allowed are PUBLIC_URL's origin and ALLOWED_REDIRECT_ORIGINS.`, field);
     }
   }
 
@@ -120,10 +120,10 @@ export function createBilling(options: BillingOptions) {
       const plan = plans.get(request.plan_id);
       if (!plan) throw notFound('plan', request.plan_id);
       if (!plan.stripePriceId) {
-        throw invalidRequest(`The ${plan.name} plan cannot be bought: it has no Stripe price.`, '/body/plan_id');
+        throw invalidRequest(`The ${plan.name} plan cannot be bought: it has no Stripe price.`, 'plan_id');
       }
-      checkRedirect(request.success_url, '/body/success_url');
-      checkRedirect(request.cancel_url, '/body/cancel_url');
+      checkRedirect(request.success_url, 'success_url');
+      checkRedirect(request.cancel_url, 'cancel_url');
       const billed = await db.query<{ id: string }>(`SELECT id FROM subscriptions WHERE user_id = $1 AND status IN ${BILLED} LIMIT 1`, [userId]);
       if (billed.length > 0) {
         throw new ApiError('conflict', 'You already have a subscription; change or cancel it in the customer portal (POST /v1/billing/portal).');
@@ -151,7 +151,7 @@ export function createBilling(options: BillingOptions) {
 
     async portal(userId: string, returnUrl: string | undefined): Promise<{ url: string }> {
       const { stripe } = stripeOf();
-      if (returnUrl !== undefined) checkRedirect(returnUrl, '/body/return_url');
+      if (returnUrl !== undefined) checkRedirect(returnUrl, 'return_url');
       const user = await userOf(userId);
       if (!user.stripe_customer_id) {
         throw new ApiError('not_found', 'You have no billing account yet; buy a plan first with POST /v1/billing/checkout.');

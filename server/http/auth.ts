@@ -1,6 +1,6 @@
 // Credential extraction and the 401 answer. Who a credential belongs to is the identity module's job.
 import type { Request } from 'express';
-import { ApiError } from './errors.ts';
+import { ApiError } from '../errors.ts';
 
 export interface Principal {
   userId: string;

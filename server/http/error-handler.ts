@@ -1,6 +1,7 @@
 // Every error leaves the server as the one envelope, with the status the catalog gives its code.
 import type { ErrorRequestHandler, RequestHandler } from 'express';
-import { ApiError, envelope, type ErrorCode, type ErrorDetail } from './errors.ts';
+import { ApiError, field, type ErrorCode, type FieldLocation, type Problem } from '../errors.ts';
+import { envelope } from './errors.ts';
 import { allowedMethods } from './operations.ts';
 
 /** The statuses express-openapi-validator and body-parser raise, as our codes. */
@@ -28,15 +29,19 @@ function isValidatorError(error: unknown): error is ValidatorError {
   return typeof error === 'object' && error !== null && typeof (error as ValidatorError).status === 'number';
 }
 
-/** A JSON pointer such as `/body/messages/0/role` from the validator's `.body.messages[0].role`. */
-function pointer(path: string): string {
-  const normalized = path
+const LOCATIONS: Record<string, FieldLocation> = { body: 'body', query: 'query', params: 'path', path: 'path', headers: 'headers' };
+
+/** The field a validator's path (`.body.messages[0].role`) names: `messages[0].role`, in the body. */
+function problemAt(path: string, message: string): Problem {
+  const segments = path
     .replace(/\[(\d+)\]/g, '.$1')
     .replace(/^[./]+/, '')
     .split(/[./]/)
-    .filter(Boolean)
-    .join('/');
-  return `/${normalized}`;
+    .filter(Boolean);
+  const where = LOCATIONS[segments[0] ?? ''];
+  const rest = where ? segments.slice(1) : segments;
+  if (rest.length === 0) return { message, ...(where ? { in: where } : {}) };
+  return { message, field: field(...rest.map((segment) => (/^\d+$/.test(segment) ? Number(segment) : segment))), ...(where ? { in: where } : {}) };
 }
 
 function toApiError(error: unknown): ApiError | undefined {
@@ -54,7 +59,7 @@ function toApiError(error: unknown): ApiError | undefined {
   const code = codeByStatus[error.status];
   if (!code) return undefined;
   if (code === 'validation_error') {
-    const details: ErrorDetail[] = (error.errors ?? []).map((item) => ({ path: pointer(item.path), message: item.message }));
+    const details = (error.errors ?? []).map((item) => problemAt(item.path, item.message));
     return new ApiError(code, details.length ? 'The request does not match the contract.' : error.message, { details });
   }
   return new ApiError(code, error.message, error.headers?.Allow ? { headers: { Allow: error.headers.Allow } } : {});
@@ -94,5 +99,5 @@ export const errorHandler: ErrorRequestHandler = (error, req, res, _next) => {
     req.log.error({ err: error }, apiError.message);
   }
   for (const [name, value] of Object.entries(apiError.headers)) res.setHeader(name, value);
-  res.status(apiError.status).json(envelope(apiError, req.id));
+  res.status(apiError.status).json(envelope(apiError, req.id, req));
 };

@@ -3,7 +3,7 @@
 // status), against the real app with response validation on. `npm run fuzz -- --runs N` runs it long.
 import { describe, expect, it } from 'vitest';
 import { routes } from '../../generated/server.gen.ts';
-import { ApiError } from './errors.ts';
+import { ApiError } from '../errors.ts';
 import { runFuzz } from '../testing/fuzz/runner.ts';
 
 const SEED = 20261120;

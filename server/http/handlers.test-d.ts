@@ -1,20 +1,28 @@
 // Type tests: the compiler rejects a handler map that misses an operation, a handler that answers a
 // status its operation does not declare, and a body off the contract.
 import { describe, expectTypeOf, it } from 'vitest';
-import type { HandlerResult, SseFrame } from '../../generated/server.gen.ts';
+import type { HandlerResult, OperationId, SseFrame } from '../../generated/server.gen.ts';
 import type { components } from '../../generated/openapi.gen.ts';
 import type { Principal } from './auth.ts';
 import type { AppHandlers } from './operations.ts';
+import type { buildHandlers } from '../handlers.ts';
+
+type HandlerMap = ReturnType<typeof buildHandlers>;
 
 describe('the handler map type', () => {
-  it('requires a handler for every operation', () => {
-    // @ts-expect-error deleteAgent is missing from the map
-    const map: Pick<AppHandlers, 'getAgent' | 'deleteAgent'> = {
-      async getAgent() {
-        throw new Error('unused');
-      },
+  it('has a handler for every operation in the real map', () => {
+    expectTypeOf<Exclude<OperationId, keyof HandlerMap>>().toEqualTypeOf<never>();
+    expectTypeOf<HandlerMap>().toExtend<AppHandlers>();
+  });
+
+  it('rejects the real map with one handler taken out', () => {
+    const withoutOne = (handlers: HandlerMap) => {
+      const { deleteAgent: _removed, ...rest } = handlers;
+      // @ts-expect-error deleteAgent is missing from the map
+      const map: AppHandlers = rest;
+      return map;
     };
-    expectTypeOf(map).toHaveProperty('getAgent');
+    expectTypeOf(withoutOne).toBeFunction();
   });
 
   it('rejects a status the operation does not declare', () => {

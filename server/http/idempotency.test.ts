@@ -9,7 +9,7 @@ import { availableEngines, type Engine } from '../testing/database.ts';
 import { startFakeOpenAI, type FakeOpenAI } from '../testing/fake-openai.ts';
 import { startTestServer, type TestServer, type TestUser } from '../testing/harness.ts';
 import { unlimitedPlanEnv } from '../testing/plans.ts';
-import { ApiError } from './errors.ts';
+import { ApiError } from '../errors.ts';
 import { canonicalJson } from './idempotency.ts';
 
 type PortalSession = components['schemas']['PortalSession'];

@@ -8,7 +8,8 @@ import type { Request, RequestHandler, Response } from 'express';
 import type { Logger } from 'pino';
 import type { RouteSpec, SseFrame } from '../../generated/server.gen.ts';
 import type { Db, SqlValue } from '../store/db.ts';
-import { ApiError, envelope } from './errors.ts';
+import { ApiError } from '../errors.ts';
+import { envelope } from './errors.ts';
 import type { UploadedFile } from './operations.ts';
 
 export const IDEMPOTENCY_KEY_HEADER = 'idempotency-key';

@@ -4,7 +4,7 @@
 //   hash's) overflow the stack a few thousand levels down, so a small body of nested brackets would
 //   answer 500. Bodies are refused past a depth no real request comes near.
 // - NUL: PostgreSQL stores no U+0000 in text or jsonb, so a string holding one would fail at the store.
-import { ApiError } from './errors.ts';
+import { ApiError } from '../errors.ts';
 
 export const MAX_JSON_DEPTH = 128;
 

@@ -1,5 +1,5 @@
 import type { components } from '../../generated/openapi.gen.ts';
-import { notFound } from '../http/errors.ts';
+import { notFound } from '../errors.ts';
 import type { Principal } from '../http/auth.ts';
 import { one, type Queryable } from '../store/db.ts';
 import { newId } from '../store/ids.ts';

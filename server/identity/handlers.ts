@@ -1,5 +1,5 @@
 import type { AppHandlers } from '../http/operations.ts';
-import { ApiError } from '../http/errors.ts';
+import { ApiError } from '../errors.ts';
 import type { Queryable } from '../store/db.ts';
 import type { ApiKeyStore } from './api-keys.ts';
 import { redirectWithToken, type MagicLinks } from './magic-link.ts';
@@ -106,7 +106,7 @@ export function identityHandlers(deps: IdentityDeps) {
     async createApiKey({ auth, body }) {
       if (body.expires_at && Date.parse(body.expires_at) <= deps.clock()) {
         throw new ApiError('invalid_request', 'expires_at must be in the future.', {
-          details: [{ path: '/body/expires_at', message: 'in the past' }],
+          details: [{ field: 'expires_at', message: 'in the past' }],
         });
       }
       return { status: 201, body: await deps.apiKeys.create(auth.userId, body) };

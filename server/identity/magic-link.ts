@@ -1,5 +1,5 @@
 // Sign-in by emailed link: a single-use token with 256 random bits, stored only as a hash, that expires.
-import { ApiError } from '../http/errors.ts';
+import { ApiError } from '../errors.ts';
 import { enforce, type RateLimiter } from '../limits/rate-limiter.ts';
 import { one, type Queryable } from '../store/db.ts';
 import type { Mailer } from './mailer.ts';
@@ -33,7 +33,7 @@ export function createMagicLinks(
       await enforce(deps.limiter, perEmail, email, 'sign-in requests for this address');
       if (input.redirect_url && !options.isAllowedRedirect(input.redirect_url)) {
         throw new ApiError('invalid_request', 'redirect_url is not on an allowed origin.', {
-          details: [{ path: '/body/redirect_url', message: 'not an allowed origin' }],
+          details: [{ field: 'redirect_url', message: 'not an allowed origin' }],
         });
       }
       const token = randomSecret('mlt');

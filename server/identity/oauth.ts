@@ -2,7 +2,7 @@
 // ID token verified by openid-client, user found or created by verified email.
 import * as oidc from 'openid-client';
 import type { OAuthProviderConfig } from '../config.ts';
-import { ApiError } from '../http/errors.ts';
+import { ApiError } from '../errors.ts';
 import { one, type Queryable } from '../store/db.ts';
 import { hashSecret } from './secrets.ts';
 import type { AccessToken, SessionStore } from './sessions.ts';
@@ -118,7 +118,7 @@ export function createOAuthProviders(
       const provider = providerOf(name);
       if (redirectUrl && !options.isAllowedRedirect(redirectUrl)) {
         throw new ApiError('invalid_request', 'redirect_url is not on an allowed origin.', {
-          details: [{ path: '/query/redirect_url', message: 'not an allowed origin' }],
+          details: [{ field: 'redirect_url', message: 'not an allowed origin' }],
         });
       }
       const configuration = await configurationOf(provider);

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ApiError } from '../http/errors.ts';
+import { ApiError } from '../errors.ts';
 import { detectType, extractText, htmlToText } from './extract.ts';
 import { makePdf } from './testdata/pdf.ts';
 

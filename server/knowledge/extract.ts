@@ -4,7 +4,7 @@
 import type { ChildNode, Element } from 'domhandler';
 import { parseDocument } from 'htmlparser2';
 import { extractText as extractPdfText, getDocumentProxy, getMeta } from 'unpdf';
-import { ApiError } from '../http/errors.ts';
+import { ApiError } from '../errors.ts';
 
 export type DocumentType = 'text/plain' | 'text/markdown' | 'text/html' | 'application/pdf';
 
@@ -53,7 +53,7 @@ function isPdf(buffer: Buffer): boolean {
 
 function unsupported(message: string): ApiError {
   return new ApiError('unsupported_media_type', `${message} Supported: ${SUPPORTED_TYPES.join(', ')}.`, {
-    details: [{ path: '/body/file', message }],
+    details: [{ field: 'file', message }],
   });
 }
 
@@ -162,7 +162,7 @@ async function pdfToText(buffer: Buffer): Promise<Extracted> {
     pdf = await getDocumentProxy(new Uint8Array(buffer), { verbosity: 0 });
   } catch (error) {
     const reason = error instanceof Error && error.name === 'PasswordException' ? 'it is encrypted with a password' : 'it is damaged or not a PDF';
-    throw new ApiError('invalid_request', `The PDF cannot be read: ${reason}.`, { details: [{ path: '/body/file', message: reason }], cause: error });
+    throw new ApiError('invalid_request', `The PDF cannot be read: ${reason}.`, { details: [{ field: 'file', message: reason }], cause: error });
   }
   try {
     const { text } = await extractPdfText(pdf, { mergePages: false });

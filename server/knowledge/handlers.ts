@@ -1,5 +1,5 @@
 import type { Principal } from '../http/auth.ts';
-import { ApiError } from '../http/errors.ts';
+import { ApiError } from '../errors.ts';
 import type { AppHandlers, UploadedFile } from '../http/operations.ts';
 import { detectType, extractText, markdownTitle } from './extract.ts';
 import type { Knowledge, Metadata, NewDocument } from './service.ts';
@@ -11,7 +11,7 @@ export interface KnowledgeHandlerDeps {
 const apiKeyOf = (auth: Principal) => (auth.credential.kind === 'api_key' ? auth.credential.id : null);
 
 function metadataError(message: string): ApiError {
-  return new ApiError('validation_error', 'The request does not match the contract.', { details: [{ path: '/body/metadata', message }] });
+  return new ApiError('validation_error', 'The request does not match the contract.', { details: [{ field: 'metadata', message }] });
 }
 
 /** The `metadata` form field: a JSON object held to the rules the contract sets for KnowledgeMetadata. */
@@ -37,7 +37,7 @@ export function parseMetadataField(raw: string | undefined): Metadata | undefine
 async function fromUpload(files: UploadedFile[], fields: Record<string, string | undefined>): Promise<NewDocument> {
   const file = files.find((item) => item.fieldname === 'file');
   if (!file) {
-    throw new ApiError('validation_error', 'The request does not match the contract.', { details: [{ path: '/body/file', message: 'must be a file' }] });
+    throw new ApiError('validation_error', 'The request does not match the contract.', { details: [{ field: 'file', message: 'must be a file' }] });
   }
   const type = detectType({ buffer: file.buffer, mimetype: file.mimetype, filename: file.originalname });
   const extracted = await extractText(type, file.buffer);

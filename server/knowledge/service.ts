@@ -4,7 +4,7 @@
 // half-done by a crash or a restart is picked up again, by this instance or another.
 import { createHash } from 'node:crypto';
 import type { Logger } from 'pino';
-import { ApiError, notFound } from '../http/errors.ts';
+import { ApiError, notFound } from '../errors.ts';
 import type { ModelGateway } from '../models/gateway.ts';
 import { one, type Db, type Queryable } from '../store/db.ts';
 import { newId } from '../store/ids.ts';
@@ -149,10 +149,10 @@ export async function createKnowledge(deps: KnowledgeDeps) {
     indexed.add(dimensions);
   }
 
-  function embeddingModelOf(id: string, path: string) {
+  function embeddingModelOf(id: string, field: string) {
     const model = models.get(id);
     if (!model?.capabilities.includes('embeddings')) {
-      throw new ApiError('invalid_request', `${id} is not an embedding model of this server.`, { details: [{ path, message: 'not an embedding model' }] });
+      throw new ApiError('invalid_request', `${id} is not an embedding model of this server.`, { details: [{ field, message: 'not an embedding model' }] });
     }
     return model;
   }
@@ -190,12 +190,12 @@ export async function createKnowledge(deps: KnowledgeDeps) {
         throw new ApiError(
           'conflict',
           `The collection ${name} embeds with ${existing.embedding_model} (${existing.dimensions} dimensions); it cannot take documents embedded with ${requestedModel}. Use another collection for another model.`,
-          { details: [{ path: '/body/embedding_model', message: `the collection uses ${existing.embedding_model}` }] },
+          { details: [{ field: 'embedding_model', message: `the collection uses ${existing.embedding_model}` }] },
         );
       }
       return existing;
     }
-    const model = embeddingModelOf(requestedModel ?? models.defaults.embeddings, '/body/embedding_model');
+    const model = embeddingModelOf(requestedModel ?? models.defaults.embeddings, 'embedding_model');
     let dimensions = model.dimensions;
     if (dimensions === undefined) {
       // The catalog does not say; one embedding tells.
@@ -346,7 +346,7 @@ export async function createKnowledge(deps: KnowledgeDeps) {
       const missing = names.filter((name) => !found.some((row) => row.name === name));
       if (missing.length > 0) {
         throw new ApiError('not_found', `No knowledge collection ${missing.join(', ')}.`, {
-          details: missing.map((name) => ({ path: '/body/collections', message: `no collection ${name}` })),
+          details: missing.map((name) => ({ field: 'collections', message: `no collection ${name}` })),
         });
       }
     }
@@ -405,7 +405,7 @@ export async function createKnowledge(deps: KnowledgeDeps) {
       const bytes = Buffer.byteLength(content);
       if (bytes > config.maxBytes) throw new ApiError('payload_too_large', `A document may hold at most ${config.maxBytes} bytes of text.`);
       if (!/[\p{L}\p{N}]/u.test(content)) {
-        throw new ApiError('invalid_request', 'The document has no text.', { details: [{ path: '/body/text', message: 'no text' }] });
+        throw new ApiError('invalid_request', 'The document has no text.', { details: [{ field: 'text', message: 'no text' }] });
       }
       const name = input.collection ?? DEFAULT_COLLECTION;
       const collection = await collectionFor(userId, ctx.apiKeyId, name, input.embeddingModel);

@@ -4,7 +4,7 @@ import { Writable } from 'node:stream';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEFAULT_PLANS, createPlanBook } from '../billing/plans.ts';
-import { ApiError } from '../http/errors.ts';
+import { ApiError } from '../errors.ts';
 import { findOrCreateUser } from '../identity/users.ts';
 import type { Db } from '../store/db.ts';
 import { availableEngines, createTestDatabase, type TestDatabase } from '../testing/database.ts';

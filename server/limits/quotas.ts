@@ -2,7 +2,7 @@
 // counters that the resource modules register. A quota with no counter is not enforced, and says so.
 import type { Logger } from 'pino';
 import type { LimitMetric, PlanSpec } from '../billing/plans.ts';
-import { ApiError } from '../http/errors.ts';
+import { ApiError } from '../errors.ts';
 import type { UsageMeter } from '../usage/meter.ts';
 
 /** The quotas counted from resources that exist, rather than metered over a period. */

@@ -2,7 +2,7 @@
 // set, so that several servers share one limit.
 import type { Redis } from 'ioredis';
 import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes, type RateLimiterAbstract } from 'rate-limiter-flexible';
-import { ApiError } from '../http/errors.ts';
+import { ApiError } from '../errors.ts';
 
 export interface RateLimitRule {
   /** Names the policy in the `RateLimit-Policy` header and separates counters. */

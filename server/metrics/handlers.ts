@@ -1,5 +1,5 @@
 import { timingSafeEqual } from 'node:crypto';
-import { ApiError } from '../http/errors.ts';
+import { ApiError } from '../errors.ts';
 import type { AppHandlers } from '../http/operations.ts';
 import { METRICS_CONTENT_TYPE, type Metrics } from './metrics.ts';
 

@@ -2,7 +2,7 @@
 // falls through the fallback list on rate limits, server errors and timeouts, and maps what is left to
 // the error envelope.
 import type { Logger } from 'pino';
-import { ApiError } from '../http/errors.ts';
+import { ApiError } from '../errors.ts';
 import type { UpstreamMetrics, UpstreamObserver, UpstreamOutcome } from '../metrics/metrics.ts';
 import type { Catalog, ModelSpec } from './catalog.ts';
 import { completeViaChat, streamViaChat } from './legacy.ts';
@@ -117,10 +117,10 @@ export function createGateway(catalog: Catalog, providers: Map<string, Provider>
 
   const resolve = (id: string, capability: Capability): ModelSpec => {
     const model = models.get(id);
-    if (!model) throw new ApiError('not_found', `The model ${id} does not exist.`, { details: [{ path: '/body/model', message: 'unknown model' }] });
+    if (!model) throw new ApiError('not_found', `The model ${id} does not exist.`, { details: [{ field: 'model', message: 'unknown model' }] });
     if (!model.capabilities.includes(capability)) {
       throw new ApiError('invalid_request', `The model ${id} does not support ${capability}.`, {
-        details: [{ path: '/body/model', message: `not a ${capability} model` }],
+        details: [{ field: 'model', message: `not a ${capability} model` }],
       });
     }
     return model;

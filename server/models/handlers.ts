@@ -6,7 +6,8 @@
 import type { components } from '../../generated/openapi.gen.ts';
 import type { SseFrame } from '../../generated/server.gen.ts';
 import type { Principal } from '../http/auth.ts';
-import { ApiError, envelope, type ErrorEnvelope } from '../http/errors.ts';
+import { ApiError } from '../errors.ts';
+import { envelope, type ErrorEnvelope } from '../http/errors.ts';
 import type { AppHandlers, RequestContext } from '../http/operations.ts';
 import type { UsageKind, UsageRecord } from '../usage/meter.ts';
 import { toApiError, type ModelGateway } from './gateway.ts';
@@ -112,14 +113,14 @@ export function checkToolMessages(messages: ChatMessage[]): void {
     }
     if (!open.has(message.tool_call_id)) {
       throw new ApiError('invalid_request', `messages[${index}] answers the tool call ${message.tool_call_id}, which the preceding assistant message did not make.`, {
-        details: [{ path: `/body/messages/${index}/tool_call_id`, message: 'no matching tool call in the preceding assistant message' }],
+        details: [{ field: `messages[${index}].tool_call_id`, message: 'no matching tool call in the preceding assistant message' }],
       });
     }
   });
 }
 
 function unknownModel(id: string): ApiError {
-  return new ApiError('not_found', `The model ${id} does not exist.`, { details: [{ path: '/body/model', message: 'unknown model' }] });
+  return new ApiError('not_found', `The model ${id} does not exist.`, { details: [{ field: 'model', message: 'unknown model' }] });
 }
 
 /** Little-endian float32 bytes in base64, as OpenAI's `encoding_format: base64` sends vectors. */
@@ -284,7 +285,7 @@ export function modelHandlers(deps: ModelHandlerDeps) {
       if (isVirtualModelId(body.model)) throw unknownModel(body.model);
       const inputs = typeof body.input === 'string' ? [body.input] : body.input;
       if (!inputs.every((input): input is string => typeof input === 'string')) {
-        throw new ApiError('invalid_request', 'Send text to embed; token arrays are not accepted.', { details: [{ path: '/body/input', message: 'not text' }] });
+        throw new ApiError('invalid_request', 'Send text to embed; token arrays are not accepted.', { details: [{ field: 'input', message: 'not text' }] });
       }
       const { result, model } = await models.embed(body.model, inputs, body.dimensions, { signal });
       const base64 = body.encoding_format === 'base64';

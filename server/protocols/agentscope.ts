@@ -4,7 +4,7 @@
 import { randomUUID } from 'node:crypto';
 import type { components } from '../../generated/openapi.gen.ts';
 import type { SseFrame } from '../../generated/server.gen.ts';
-import type { ErrorCode } from '../http/errors.ts';
+import type { ErrorCode } from '../errors.ts';
 import type { AssistantMessage, ChatMessage, FunctionTool, ToolCall } from '../models/types.ts';
 import type { RunEvent, TokenUsage } from '../runs/events.ts';
 

@@ -1,7 +1,7 @@
 // The Connexity agent contract over the run engine: one POST is one agent turn over the whole transcript;
 // the agent runs its server-side tools itself and answers every assistant and tool message of the turn.
 import type { components } from '../../generated/openapi.gen.ts';
-import { ApiError } from '../http/errors.ts';
+import { ApiError } from '../errors.ts';
 import { textOf, type ChatMessage } from '../models/types.ts';
 import type { TokenUsage } from '../runs/events.ts';
 
@@ -28,7 +28,7 @@ export function toChatMessages(messages: ConnexityMessage[]): ChatMessage[] {
       case 'tool':
         if (!message.tool_call_id) {
           throw new ApiError('invalid_request', 'A tool message needs its tool_call_id.', {
-            details: [{ path: `/body/messages/${index}/tool_call_id`, message: 'required for role tool' }],
+            details: [{ field: `messages[${index}].tool_call_id`, message: 'required for role tool' }],
           });
         }
         return { role: 'tool', tool_call_id: message.tool_call_id, content };

@@ -6,7 +6,7 @@ import type { components } from '../../generated/openapi.gen.ts';
 import type { AgentStore } from '../agents/agents.ts';
 import { failure } from '../agents/handlers.ts';
 import type { Principal } from '../http/auth.ts';
-import { ApiError } from '../http/errors.ts';
+import { ApiError } from '../errors.ts';
 import type { VirtualModels } from '../models/handlers.ts';
 import { textOf, type ChatCompletion, type ChatCompletionChunk, type ChatCompletionRequest, type ToolCall } from '../models/types.ts';
 import type { RunEngine, RunHandle } from '../runs/engine.ts';

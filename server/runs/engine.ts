@@ -3,7 +3,7 @@
 import type { Logger } from 'pino';
 import type { Agent, AgentStore, FunctionTool } from '../agents/agents.ts';
 import { checkToolNames } from '../agents/agents.ts';
-import { ApiError } from '../http/errors.ts';
+import { ApiError } from '../errors.ts';
 import type { ModelGateway } from '../models/gateway.ts';
 import type { AssistantMessage, ChatMessage, ToolCall } from '../models/types.ts';
 import type { SessionStore } from '../sessions/store.ts';
@@ -171,7 +171,7 @@ export function createRunEngine(deps: EngineDeps) {
       const index = messages.findIndex((message) => message.role === 'tool');
       if (index !== -1) {
         throw new ApiError('invalid_request', 'A tool message answers a pending tool call, and this session has none.', {
-          details: [{ path: `/body/messages/${index}`, message: 'no pending tool call' }],
+          details: [{ field: `messages[${index}]`, message: 'no pending tool call' }],
         });
       }
       return;
@@ -181,7 +181,7 @@ export function createRunEngine(deps: EngineDeps) {
     messages.forEach((message, index) => {
       if (message.role !== 'tool' || !expected.has(message.tool_call_id) || answered.has(message.tool_call_id)) {
         throw new ApiError('invalid_request', 'The run waits for tool results: send one tool message for each pending tool call, and nothing else.', {
-          details: [{ path: `/body/messages/${index}`, message: message.role === 'tool' ? `unexpected tool_call_id ${message.tool_call_id}` : 'expected a tool message' }],
+          details: [{ field: `messages[${index}]`, message: message.role === 'tool' ? `unexpected tool_call_id ${message.tool_call_id}` : 'expected a tool message' }],
         });
       }
       answered.add(message.tool_call_id);
@@ -189,7 +189,7 @@ export function createRunEngine(deps: EngineDeps) {
     const missing = [...expected].filter((id) => !answered.has(id));
     if (missing.length > 0) {
       throw new ApiError('invalid_request', `Tool results are missing for: ${missing.join(', ')}.`, {
-        details: missing.map((id) => ({ path: '/body/messages', message: `no result for ${id}` })),
+        details: missing.map((id) => ({ field: 'messages', message: `no result for ${id}` })),
       });
     }
   }
@@ -201,7 +201,7 @@ export function createRunEngine(deps: EngineDeps) {
       if (message.role === 'assistant') for (const call of message.tool_calls ?? []) calls.add(call.id);
       if (message.role === 'tool' && !calls.has(message.tool_call_id)) {
         throw new ApiError('invalid_request', `The tool message answers ${message.tool_call_id}, which no earlier assistant message called.`, {
-          details: [{ path: `/body/messages/${index}/tool_call_id`, message: 'no matching tool call' }],
+          details: [{ field: `messages[${index}].tool_call_id`, message: 'no matching tool call' }],
         });
       }
     });
@@ -403,7 +403,7 @@ export function createRunEngine(deps: EngineDeps) {
   async function startAgentTurn(input: AgentTurnInput, options: { resumable: boolean }): Promise<RunHandle> {
     const agent = await deps.agents.get(input.userId, input.agentId);
     const requestTools = input.tools ?? [];
-    checkToolNames([...agent.tools, ...requestTools], '/body/tools');
+    checkToolNames([...agent.tools, ...requestTools], 'tools');
     return startTurn(
       {
         input,

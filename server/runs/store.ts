@@ -1,6 +1,6 @@
 // Runs and their stored events.
 import type { components } from '../../generated/openapi.gen.ts';
-import { notFound } from '../http/errors.ts';
+import { notFound } from '../errors.ts';
 import { one, type Queryable } from '../store/db.ts';
 import { newId } from '../store/ids.ts';
 import type { RunEvent, TokenUsage } from './events.ts';

@@ -1,7 +1,7 @@
 // Sessions keep a conversation's history on the server. A session runs one run at a time: `claim` moves
 // it to `running` atomically, so two concurrent turns on one session cannot interleave.
 import type { components } from '../../generated/openapi.gen.ts';
-import { ApiError, notFound } from '../http/errors.ts';
+import { ApiError, notFound } from '../errors.ts';
 import { textOf, type ChatMessage } from '../models/types.ts';
 import { one, type Queryable } from '../store/db.ts';
 import { newId } from '../store/ids.ts';

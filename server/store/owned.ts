@@ -1,6 +1,6 @@
 // What the tables of a user's named resources (agents, teams) answer alike: each row has an `id`, the
 // owner's `user_id` and a `created_at`, and another user's row is as absent as a missing one.
-import { notFound } from '../http/errors.ts';
+import { notFound } from '../errors.ts';
 import { one, type Queryable } from './db.ts';
 
 /** `what` names the resource in a 404, as in "No agent agt_…". */

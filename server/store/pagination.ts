@@ -1,4 +1,4 @@
-import { ApiError } from '../http/errors.ts';
+import { ApiError } from '../errors.ts';
 
 export interface Page<T> {
   object: 'list';
@@ -17,7 +17,7 @@ export function cursorOf(request: PageRequest, prefix: string): string | null {
   if (request.after === undefined) return null;
   if (!request.after.startsWith(`${prefix}_`)) {
     throw new ApiError('invalid_request', 'after must be the next_cursor of a previous page of this list.', {
-      details: [{ path: '/query/after', message: 'not a cursor of this list' }],
+      details: [{ field: 'after', message: 'not a cursor of this list' }],
     });
   }
   return request.after;

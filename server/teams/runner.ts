@@ -7,7 +7,7 @@
 // A member's client-side tool halts the whole team run; the results resume the member, then the leader.
 import type { Logger } from 'pino';
 import type { Agent } from '../agents/agents.ts';
-import { ApiError } from '../http/errors.ts';
+import { ApiError } from '../errors.ts';
 import { textOf, type AssistantMessage, type ChatMessage, type FunctionTool, type ToolCall } from '../models/types.ts';
 import type { RunEngine, TeamTurnInput, TurnContext, TurnResult, RunHandle } from '../runs/engine.ts';
 import { addUsage, zeroUsage, type RunEventBody, type Speaker } from '../runs/events.ts';

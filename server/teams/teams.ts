@@ -2,7 +2,7 @@
 // is, an orchestrator built from the team's instructions and `leader_model`.
 import type { components } from '../../generated/openapi.gen.ts';
 import type { Agent, AgentStore } from '../agents/agents.ts';
-import { ApiError, notFound } from '../http/errors.ts';
+import { ApiError, notFound } from '../errors.ts';
 import type { ModelGateway } from '../models/gateway.ts';
 import { one, type Db } from '../store/db.ts';
 import { newId } from '../store/ids.ts';
@@ -92,13 +92,13 @@ export function createTeamStore({ db, agents, models }: TeamStoreDeps) {
     members.forEach((member, index) => {
       if (seen.has(member.agent_id)) {
         throw new ApiError('invalid_request', `The agent ${member.agent_id} is listed twice.`, {
-          details: [{ path: `/body/members/${index}/agent_id`, message: 'duplicate member' }],
+          details: [{ field: `members[${index}].agent_id`, message: 'duplicate member' }],
         });
       }
       seen.add(member.agent_id);
     });
     if (members.filter((member) => member.is_leader).length > 1) {
-      throw new ApiError('invalid_request', 'At most one member can lead.', { details: [{ path: '/body/members', message: 'several is_leader' }] });
+      throw new ApiError('invalid_request', 'At most one member can lead.', { details: [{ field: 'members', message: 'several is_leader' }] });
     }
     for (const member of members) await agents.get(userId, member.agent_id);
   };
@@ -106,7 +106,7 @@ export function createTeamStore({ db, agents, models }: TeamStoreDeps) {
   const checkLeaderModel = (model: string | null | undefined) => {
     if (model && !models.get(model)?.capabilities.includes('chat')) {
       throw new ApiError('invalid_request', `The model ${model} is not a chat model of this server's catalog.`, {
-        details: [{ path: '/body/leader_model', message: 'not a chat model' }],
+        details: [{ field: 'leader_model', message: 'not a chat model' }],
       });
     }
   };
