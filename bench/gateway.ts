@@ -20,7 +20,7 @@ import { cpus, tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { freePort, runScript, spawnNode, untilHealthy } from '../server/testing/processes.ts';
-import type { BenchOptions, BenchSection } from './run.ts';
+import type { BenchOptions, BenchSection } from './section.ts';
 
 interface AutocannonResult {
   duration: number;

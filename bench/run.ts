@@ -8,26 +8,7 @@ import { spawn } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-
-export interface BenchOptions {
-  /** Seconds per measured load run. */
-  durationSeconds: number;
-  /** Also take a CPU profile of the system under test and report where its time goes. */
-  profile: boolean;
-}
-
-export interface BenchResult {
-  /** What to print. */
-  report: string;
-  /** What to keep. */
-  json: unknown;
-}
-
-export interface BenchSection {
-  name: string;
-  description: string;
-  run(options: BenchOptions): Promise<BenchResult>;
-}
+import type { BenchOptions, BenchSection } from './section.ts';
 
 type Entry = { name: string; load: () => Promise<BenchSection> } | { name: string; script: string };
 

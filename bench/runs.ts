@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { unlimitedPlanEnv } from '../server/testing/plans.ts';
 import { runScript, startServerProcess } from '../test/e2e/server-process.ts';
-import type { BenchOptions, BenchResult, BenchSection } from './run.ts';
+import type { BenchOptions, BenchResult, BenchSection } from './section.ts';
 
 const WORDS = 40;
 /** The local model's pause between words: streams stay open long enough to overlap. */

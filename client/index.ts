@@ -3,9 +3,11 @@
 import createClient, { type Client } from 'openapi-fetch';
 import type { components, paths } from '../generated/openapi.gen.ts';
 import { readEventStream, type ServerSentEvent } from './sse.ts';
+import { foldTurnStream } from './turn.ts';
 
 export type { components, paths } from '../generated/openapi.gen.ts';
 export { readEventStream, type ServerSentEvent } from './sse.ts';
+export { foldTurn, foldTurnStream, TurnFolder, type FoldedTurn } from './turn.ts';
 
 export type Schemas = components['schemas'];
 export type ErrorEnvelope = Schemas['Error'];
@@ -133,34 +135,15 @@ export function createOpenAgentClient(options: OpenAgentClientOptions): OpenAgen
       if (!response.ok) throw await errorOf(response);
       return (await response.json()) as ChatTurn;
     }
-    /** A streamed turn, collected into the shape of a blocking one. */
+    /** A streamed turn, folded into the shape of a blocking one by the fold the server uses. */
     async function streamedTurn(id: string, body: ChatRequest, onEvent: (event: RunEvent) => void): Promise<ChatTurn> {
-      let started: Extract<RunEvent, { type: 'RunStarted' }> | undefined;
-      const messages: ChatTurn['messages'] = [];
-      for await (const event of stream(id, body)) {
-        onEvent(event);
-        if (event.type === 'RunStarted') started = event;
-        else if (event.type === 'RunResponse' && event.message) messages.push(event.message);
-        else if (event.type === 'ToolCallCompleted') messages.push({ role: 'tool', tool_call_id: event.tool_call_id, content: event.output });
-        else if (event.type === 'RunError') throw new OpenAgentError(200, { error: { ...event.error, type: 'server_error', param: null, request_id: '', details: [{ message: 'run failed', run_id: event.run_id }] } });
-        else if (event.type === 'RunCompleted' || event.type === 'ToolRequest') {
-          const halted = event.type === 'ToolRequest';
-          return {
-            object: 'chat.turn',
-            run_id: event.run_id,
-            session_id: started?.session_id ?? '',
-            agent_id: started?.agent_id ?? null,
-            team_id: started?.team_id ?? null,
-            status: halted ? 'requires_action' : event.status,
-            messages,
-            message: [...messages].reverse().find((m) => m.role === 'assistant') ?? null,
-            finish_reason: halted ? 'tool_calls' : event.finish_reason,
-            required_action: halted ? { type: 'submit_tool_outputs', tool_calls: event.tool_calls, ...(event.from ? { from: event.from } : {}) } : null,
-            usage: event.usage,
-          } as ChatTurn;
-        }
+      const folded = await foldTurnStream(stream(id, body), onEvent);
+      if (folded.error) {
+        const { code, message } = folded.error;
+        throw new OpenAgentError(200, { error: { code, type: 'server_error', message, param: null, request_id: '', details: [{ message: 'run failed', run_id: folded.turn.run_id }] } });
       }
-      throw new OpenAgentError(0, undefined);
+      if (!folded.ended) throw new OpenAgentError(0, undefined);
+      return folded.turn;
     }
 
     return {

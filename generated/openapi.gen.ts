@@ -540,12 +540,17 @@ export interface paths {
         /**
          * Run an agent over the AgentScope Agent API protocol
          * @description Accepts an AgentScope `AgentRequest` and, with `stream` true (the default), answers `data:` lines of
-         *     `response`, `message` and `content` objects, each with a `sequence_number`: the response created and
-         *     in progress; each message created, its content as deltas, the content completed with the whole text,
-         *     the message completed; tool calls as `function_call` messages and their results as
-         *     `function_call_output`; finally the response completed with `output` and `usage`. A failure ends the
-         *     stream with a response whose status is `failed` and whose `error` says why. With `stream: false` the
-         *     final response object comes back as JSON. `session_id` continues a stored session.
+         *     `response`, `message` and `content` objects, numbered by `sequence_number` 0, 1, 2, … without gaps:
+         *     the response created and in progress; each message in progress, its content as deltas, the content
+         *     completed with the whole text, the message completed; each tool the agent ran itself as a
+         *     `plugin_call` message and its result as a `plugin_call_output` message (role `tool`, the same
+         *     `call_id`); a client-side tool the client must run as a `function_call` message, answered by a
+         *     `function_call_output` in the next request's `input`; finally the response completed, whose `output`
+         *     holds the very completed message objects that were streamed, and `usage`. A failure ends the stream
+         *     with a response whose status is `failed` and whose `error` says why. With `stream: false` the final
+         *     response object comes back as JSON. `session_id` continues a stored session. Input content may be
+         *     text, images, audio (a URL or a `data:` URL; a URL is fetched, subject to the outbound address
+         *     policy), files and data; an empty `input` asks the agent to open the conversation.
          */
         post: operations["processAgentRequest"];
         delete?: never;
@@ -797,7 +802,11 @@ export interface paths {
         put?: never;
         /**
          * Run a team over the AgentScope Agent API protocol
-         * @description As `processAgentRequest`, for a team. Members' messages appear as messages of the response.
+         * @description As `processAgentRequest`, for a team. The leader's delegations are `plugin_call` /
+         *     `plugin_call_output` pairs whose output is the member's reply; what members do on their own (their
+         *     text, their tool calls) streams as messages whose `metadata` names the member (`from`) and its run
+         *     (`member_run_id`). Echoed back as `input`, the output is a valid history: member messages are
+         *     skipped and every tool call is answered in order.
          */
         post: operations["processTeamRequest"];
         delete?: never;
@@ -1695,7 +1704,12 @@ export interface components {
             /** @description The new messages of this turn. With a `session_id`, the server adds the stored history before them. */
             messages: components["schemas"]["ChatMessage"][];
             session_id?: components["schemas"]["ResourceId"];
-            /** @description Client-side function tools for this turn, besides the agent's own. */
+            /**
+             * @description Client-side function tools for this turn, besides the agent's own (for a team, the leader's). A
+             *     tool named like one of the agent's own client-side tools replaces it for this turn: the client
+             *     runs it, so its definition is the one the model sees (tool-loop libraries declare every tool
+             *     they run). Names must be unique here and may not be a server-side tool's.
+             */
             tools?: components["schemas"]["FunctionTool"][];
             /**
              * @description Answer server-sent events; so does `Accept: text/event-stream`.
@@ -2375,6 +2389,14 @@ export interface components {
             status?: string | null;
             role?: components["schemas"]["AgentScopeRole"] | null;
             content?: components["schemas"]["AgentScopeContent"][] | null;
+            /**
+             * @description As this server sent it. A message whose metadata has `member_run_id` is a team member's own
+             *     work, shown for who did what; echoed back, it is skipped, as the team's conversation holds the
+             *     member's answer as the result of the leader's delegation.
+             */
+            metadata?: {
+                [key: string]: unknown;
+            } | null;
         };
         AgentScopeUsage: {
             input_tokens: number;
@@ -2410,6 +2432,7 @@ export interface components {
         };
         /** @description The AgentScope `AgentRequest`. Unknown fields are accepted and ignored; optional fields may be `null`. */
         AgentScopeAgentRequest: {
+            /** @description The new messages, or the whole history echoed back. Empty asks the agent to open the conversation (or, in a named session, to go on). */
             input: components["schemas"]["AgentScopeInputMessage"][];
             /** @default true */
             stream?: boolean | null;

@@ -1,4 +1,5 @@
 // The one place that reads the environment. Everything else receives a Config.
+import { isIP } from 'node:net';
 import { loadPlans, PlanError, type Plans } from './billing/plans.ts';
 import { CatalogError, loadCatalog, type Catalog } from './models/catalog.ts';
 import type { KnowledgeConfig } from './knowledge/service.ts';
@@ -15,6 +16,11 @@ export interface Config {
   bodyLimitBytes: number;
   /** Origins allowed by CORS; empty turns CORS off, `*` allows any. */
   corsOrigins: string[];
+  /**
+   * Host names, addresses and CIDR ranges that requests to user-given URLs (audio, MCP servers, A2A push)
+   * may reach although they are private, loopback or link-local (OUTBOUND_ALLOW).
+   */
+  outboundAllow: string[];
   /** Validate every JSON response and SSE event against the contract (on outside production). */
   validateResponses: boolean;
   trustProxy: boolean;
@@ -242,6 +248,7 @@ export function loadConfig(env: Env = process.env): Config {
     logLevel,
     bodyLimitBytes: readInt(env, 'BODY_LIMIT_BYTES', 1024 * 1024, 1024, 512 * 1024 * 1024),
     corsOrigins: cors ? cors.split(',').map((origin) => origin.trim()).filter(Boolean) : [],
+    outboundAllow: readOutboundAllow(env),
     validateResponses: readBool(env, 'VALIDATE_RESPONSES', nodeEnv !== 'production'),
     trustProxy: readBool(env, 'TRUST_PROXY', false),
     shutdownTimeoutMs: readInt(env, 'SHUTDOWN_TIMEOUT_MS', 10_000, 0, 600_000),
@@ -266,4 +273,17 @@ export function loadConfig(env: Env = process.env): Config {
     idempotencyTtlSeconds: readInt(env, 'IDEMPOTENCY_TTL_SECONDS', 24 * 3600, 60, 30 * 24 * 3600),
     metrics: { enabled: readBool(env, 'METRICS_ENABLED', true), token: readMetricsToken(env) },
   };
+}
+
+/** OUTBOUND_ALLOW: comma-separated host names, addresses and CIDR ranges. */
+function readOutboundAllow(env: NodeJS.ProcessEnv): string[] {
+  const entries = (readString(env, 'OUTBOUND_ALLOW') ?? '').split(',').map((entry) => entry.trim()).filter(Boolean);
+  for (const entry of entries) {
+    const [address, prefix, extra] = entry.split('/');
+    const family = isIP(address!);
+    const hostname = /^[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*$/i.test(entry);
+    const cidr = family !== 0 && extra === undefined && (prefix === undefined || (/^\d+$/.test(prefix) && Number(prefix) <= (family === 4 ? 32 : 128)));
+    if (!hostname && !cidr) throw new Error(`OUTBOUND_ALLOW: ${entry} is not a host name, an address or a CIDR range.`);
+  }
+  return entries;
 }

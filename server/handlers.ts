@@ -4,10 +4,9 @@ import { billingHandlers } from './billing/handlers.ts';
 import type { AppHandlers } from './http/operations.ts';
 import type { Contract } from './http/contract.ts';
 import { identityHandlers } from './identity/handlers.ts';
-import { agentProtocolHandlers } from './protocols/handlers.ts';
+import { protocolHandlers } from './protocols/handlers.ts';
 import { createOpenAIModels } from './protocols/openai-models.ts';
 import { knowledgeHandlers } from './knowledge/handlers.ts';
-import { metricsHandlers } from './metrics/handlers.ts';
 import { runHandlers } from './runs/handlers.ts';
 import { sessionHandlers } from './sessions/handlers.ts';
 import { teamHandlers } from './teams/handlers.ts';
@@ -21,12 +20,19 @@ import { systemHandlers } from './system/handlers.ts';
  */
 export function buildHandlers(services: Services, contract: Contract) {
   return {
-    ...systemHandlers({ contract, startedAt: services.clock(), clock: services.clock, databaseReady: services.databaseReady }),
+    ...systemHandlers({
+      contract,
+      startedAt: services.clock(),
+      clock: services.clock,
+      databaseReady: services.databaseReady,
+      metrics: services.metrics,
+      metricsConfig: services.config.metrics,
+    }),
     ...identityHandlers(services),
     ...agentHandlers(services),
     ...sessionHandlers({ sessions: services.chatSessions, engine: services.engine }),
     ...runHandlers(services),
-    ...agentProtocolHandlers(services),
+    ...protocolHandlers(services),
     ...teamHandlers(services),
     ...billingHandlers(services),
     ...modelHandlers({
@@ -40,6 +46,5 @@ export function buildHandlers(services: Services, contract: Contract) {
       }),
     }),
     ...knowledgeHandlers(services),
-    ...metricsHandlers({ metrics: services.metrics, config: services.config.metrics }),
   } satisfies AppHandlers;
 }

@@ -8,7 +8,13 @@ import { createBilling, type Billing } from './billing/billing.ts';
 import { createPlanBook, type PlanBook } from './billing/plans.ts';
 import type { Config } from './config.ts';
 import { createAgentStore, type AgentStore } from './agents/agents.ts';
-import { createRunEngine, type RunEngine } from './runs/engine.ts';
+import { createRunEngine, newInstanceId, type RunEngine } from './runs/engine.ts';
+import { createRunLifecycle, type RunLifecycle } from './runs/lifecycle.ts';
+import { EventSink } from './runs/recorder.ts';
+import { createServerTools } from './runs/tools.ts';
+import { createOutboundPolicy, type OutboundPolicy } from './net/outbound.ts';
+import { createAudioResolver } from './protocols/audio.ts';
+import type { AudioResolver } from './protocols/agentscope.ts';
 import { createRunStore, type RunStore } from './runs/store.ts';
 import { createSessionStore as createChatSessionStore, type SessionStore as ChatSessionStore } from './sessions/store.ts';
 import { createTeamRunner, type TeamRunner } from './teams/runner.ts';
@@ -57,8 +63,12 @@ export interface Services {
   agents: AgentStore;
   /** Conversations with agents and teams (the API's sessions; `sessions` above are sign-in sessions). */
   chatSessions: ChatSessionStore;
+  /** Requests to user-given URLs go through it. */
+  outbound: OutboundPolicy;
+  audio: AudioResolver;
   runs: RunStore;
   engine: RunEngine;
+  runLifecycle: RunLifecycle;
   teams: TeamStore;
   teamRunner: TeamRunner;
   plans: PlanBook;
@@ -126,6 +136,7 @@ export async function createServices(config: Config, overrides: ServiceOverrides
   const knowledge = await createKnowledge({ db, models, usage, logger, clock, config: config.knowledge });
   const agents = createAgentStore({ db, models, knowledge });
   const chatSessions = createChatSessionStore(db);
+  const outbound = createOutboundPolicy({ allow: config.outboundAllow });
   const runs = createRunStore(db);
   await knowledge.start();
   const knowledgeSearcher: KnowledgeSearcher = {
@@ -133,6 +144,9 @@ export async function createServices(config: Config, overrides: ServiceOverrides
     search: async (userId, { collections, ...request }, call) =>
       (await knowledge.search(userId, { ...request, collections: collections?.length ? collections : undefined }, call)).results,
   };
+  const instanceId = newInstanceId();
+  const runLifecycle = createRunLifecycle({ db, runs, sink: new EventSink(runs, logger), clock, logger, metrics, owner: instanceId });
+  const serverTools = createServerTools({ clock, knowledge: knowledgeSearcher });
   const engine = createRunEngine({
     db,
     agents,
@@ -140,15 +154,16 @@ export async function createServices(config: Config, overrides: ServiceOverrides
     runs,
     models,
     usage,
-    knowledge: knowledgeSearcher,
+    lifecycle: runLifecycle,
+    serverTools,
+    instanceId,
     clock,
     logger,
-    metrics,
   });
   metrics.countLiveRuns(engine.liveRuns);
   await engine.start();
   const teams = createTeamStore({ db, agents, models });
-  const teamRunner = createTeamRunner({ engine, teams, runs, clock, logger });
+  const teamRunner = createTeamRunner({ startTurn: engine.startTurn, lifecycle: runLifecycle, serverTools, teams, runs, logger });
   // Open streams end with a final event as soon as shutdown begins, so that draining does not wait on them.
   lifecycle.shuttingDown.addEventListener('abort', () => void engine.stop(), { once: true });
   const plans = createPlanBook(config.plans);
@@ -192,8 +207,11 @@ export async function createServices(config: Config, overrides: ServiceOverrides
     usage,
     agents,
     chatSessions,
+    outbound,
+    audio: createAudioResolver(outbound),
     runs,
     engine,
+    runLifecycle,
     teams,
     teamRunner,
     plans,

@@ -1,93 +1,10 @@
-import type { components } from '../../generated/openapi.gen.ts';
+import { callerOf } from '../http/auth.ts';
 import { ApiError } from '../errors.ts';
-import type { AppHandlers, RequestContext } from '../http/operations.ts';
-import type { Principal } from '../http/auth.ts';
-import type { AgentTurnInput, RunEngine, RunHandle, TurnResult } from '../runs/engine.ts';
-import { toFrame } from '../runs/events.ts';
+import type { AppHandlers } from '../http/operations.ts';
+import { chatTurn } from '../runs/chat.ts';
+import type { RunEngine } from '../runs/engine.ts';
+import { agentTurn } from '../runs/turns.ts';
 import type { AgentStore } from './agents.ts';
-
-export type ChatTurn = components['schemas']['ChatTurn'];
-
-/** A turn's input as the request that starts it gives it, whichever agent or team the route names. */
-export type TurnRequest = Omit<AgentTurnInput, 'agentId'>;
-
-/** Starts a turn of the agent or team a route names. */
-export type StartTurn = (input: TurnRequest, options: { resumable: boolean }) => Promise<RunHandle>;
-
-export function agentTurn(engine: RunEngine, agentId: string): StartTurn {
-  return (input, options) => engine.startAgentTurn({ ...input, agentId }, options);
-}
-
-export function toChatTurn(result: TurnResult): ChatTurn {
-  return {
-    object: 'chat.turn',
-    run_id: result.run.id,
-    session_id: result.run.session_id,
-    agent_id: result.run.agent_id,
-    team_id: result.run.team_id,
-    status: result.status,
-    messages: result.messages,
-    message: result.message,
-    finish_reason: result.finishReason,
-    required_action: result.requiredAction,
-    usage: result.usage,
-    ...(result.usageBreakdown ? { usage_breakdown: result.usageBreakdown } : {}),
-    ...(result.sources.length ? { sources: result.sources } : {}),
-  };
-}
-
-export function apiKeyOf(auth: Principal): string | null {
-  return auth.credential.kind === 'api_key' ? auth.credential.id : null;
-}
-
-/** A failed turn answers the error envelope, naming the run so that its events can be inspected. */
-export function failure(result: TurnResult): ApiError {
-  const error = result.error ?? { code: 'internal_error' as const, message: 'The run failed.' };
-  return new ApiError(error.code, error.message, { details: [{ message: `Run ${result.run.id} failed.`, run_id: result.run.id }] });
-}
-
-/**
- * Answers a started turn as a stream of run events or, blocking, as the whole turn. A streaming client
- * can resume from GET /v1/runs/{runId}/events, so its going away leaves the run running; a blocking
- * client cannot, so the run is cancelled when it goes away.
- */
-export async function answerTurn(handle: RunHandle, stream: boolean, request: RequestContext) {
-  if (stream) {
-    return {
-      status: 200 as const,
-      stream: (async function* () {
-        for await (const event of handle.events) yield toFrame(event);
-      })(),
-    };
-  }
-  const onAbort = () => handle.cancel();
-  request.signal.addEventListener('abort', onAbort, { once: true });
-  try {
-    const result = await handle.result;
-    if (result.status === 'failed') throw failure(result);
-    return { status: 200 as const, body: toChatTurn(result) };
-  } finally {
-    request.signal.removeEventListener('abort', onAbort);
-  }
-}
-
-/** POST /v1/agents/{agentId}/chat and POST /v1/teams/{teamId}/chat: a turn over the request's messages. */
-export async function chat(request: { auth: Principal; body: components['schemas']['ChatRequest'] } & RequestContext, start: StartTurn) {
-  const { auth, body } = request;
-  const stream = body.stream === true || request.acceptsEventStream;
-  const handle = await start(
-    {
-      userId: auth.userId,
-      apiKeyId: apiKeyOf(auth),
-      conversation: { sessionId: body.session_id, messages: body.messages },
-      tools: body.tools,
-      modelSettings: body.model_settings,
-      metadata: body.metadata,
-    },
-    { resumable: stream },
-  );
-  return answerTurn(handle, stream, request);
-}
 
 export function agentHandlers(deps: { agents: AgentStore; engine: RunEngine; teams: { teamsOfAgent(agentId: string): Promise<string[]> } }) {
   return {
@@ -118,8 +35,9 @@ export function agentHandlers(deps: { agents: AgentStore; engine: RunEngine; tea
       return { status: 204 };
     },
 
-    async chatWithAgent(request) {
-      return chat(request, agentTurn(deps.engine, request.params.agentId));
+    async chatWithAgent({ auth, body, params, signal, acceptsEventStream }) {
+      const stream = body.stream === true || acceptsEventStream;
+      return chatTurn(callerOf(auth), body, { stream, signal }, agentTurn(deps.engine, params.agentId));
     },
   } satisfies Partial<AppHandlers>;
 }

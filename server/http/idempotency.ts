@@ -10,7 +10,7 @@ import type { RouteSpec, SseFrame } from '../../generated/server.gen.ts';
 import type { Db, SqlValue } from '../store/db.ts';
 import { ApiError } from '../errors.ts';
 import { envelope } from './errors.ts';
-import type { UploadedFile } from './operations.ts';
+import type { UploadedFile } from './uploads.ts';
 
 export const IDEMPOTENCY_KEY_HEADER = 'idempotency-key';
 export const REPLAYED_HEADER = 'Idempotent-Replayed';

@@ -9,14 +9,9 @@ import type { StreamValidator } from './contract.ts';
 import { claimIdempotencyKey, IDEMPOTENCY_KEY_HEADER, type IdempotencyStore } from './idempotency.ts';
 import { assertStorableJson } from './json-body.ts';
 import { writeEventStream } from './sse.ts';
+import type { UploadedFile } from './uploads.ts';
 
-export interface UploadedFile {
-  fieldname: string;
-  originalname: string;
-  mimetype: string;
-  size: number;
-  buffer: Buffer;
-}
+export type { UploadedFile } from './uploads.ts';
 
 /** What every handler gets besides its operation's typed params, query, body and auth. */
 export interface RequestContext {

@@ -1,6 +1,6 @@
 import type { components } from '../../generated/openapi.gen.ts';
 import { notFound } from '../errors.ts';
-import type { Principal } from '../http/auth.ts';
+import type { Principal } from './principal.ts';
 import { one, type Queryable } from '../store/db.ts';
 import { newId } from '../store/ids.ts';
 import { cursorOf, limitOf, toPage, type Page, type PageRequest } from '../store/pagination.ts';

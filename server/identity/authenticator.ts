@@ -1,4 +1,4 @@
-import type { Authenticator } from '../http/auth.ts';
+import type { Authenticator } from './principal.ts';
 import { isApiKey, type ApiKeyStore } from './api-keys.ts';
 import type { SessionStore } from './sessions.ts';
 

@@ -1,3 +1,4 @@
+import { usageReport, type UsageReportDeps } from '../billing/usage-report.ts';
 import type { AppHandlers } from '../http/operations.ts';
 import { ApiError } from '../errors.ts';
 import type { Queryable } from '../store/db.ts';
@@ -14,8 +15,11 @@ export interface IdentityDeps {
   magicLinks: MagicLinks | undefined;
   oauth: OAuthProviders;
   clock: () => number;
-  /** The plan a user is on now (the default one for everybody while billing is off). */
-  accountPlans: { planOf(userId: string): Promise<{ id: string }> };
+  /** The plan a user is on now (the default one for everybody while billing is off), and its usage. */
+  accountPlans: UsageReportDeps['accountPlans'];
+  quotas: UsageReportDeps['quotas'];
+  requestLimits: UsageReportDeps['requestLimits'];
+  usage: UsageReportDeps['usage'];
 }
 
 function magicLinksOf(deps: IdentityDeps): MagicLinks {
@@ -95,6 +99,10 @@ export function identityHandlers(deps: IdentityDeps) {
     async getAccount({ auth }) {
       const account = toAccount(await accountOf(deps, auth.userId));
       return { status: 200, body: { ...account, plan_id: (await deps.accountPlans.planOf(auth.userId)).id } };
+    },
+
+    async getAccountUsage({ auth }) {
+      return { status: 200, body: await usageReport(deps, auth.userId) };
     },
 
     async updateAccount({ auth, body }) {

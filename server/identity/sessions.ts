@@ -4,7 +4,7 @@ import path from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { SignJWT, jwtVerify, errors as joseErrors } from 'jose';
 import type { components } from '../../generated/openapi.gen.ts';
-import type { Principal } from '../http/auth.ts';
+import type { Principal } from './principal.ts';
 import { one, type Queryable } from '../store/db.ts';
 import { newId } from '../store/ids.ts';
 import { toAccount, type UserRow } from './users.ts';

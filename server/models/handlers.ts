@@ -3,9 +3,8 @@
 // and meters the tokens of every call that produced output. Streams are primed with their first chunk
 // before the response starts, so failures up to then (unknown model, rate limits, timeouts) still get
 // their status and headers.
-import type { components } from '../../generated/openapi.gen.ts';
 import type { SseFrame } from '../../generated/server.gen.ts';
-import type { Principal } from '../http/auth.ts';
+import { callerOf, type Principal } from '../http/auth.ts';
 import { ApiError } from '../errors.ts';
 import { envelope, type ErrorEnvelope } from '../http/errors.ts';
 import type { AppHandlers, RequestContext } from '../http/operations.ts';
@@ -13,8 +12,8 @@ import type { UsageKind, UsageRecord } from '../usage/meter.ts';
 import { toApiError, type ModelGateway } from './gateway.ts';
 import { countTokens } from './local.ts';
 import { chunkText, estimatedUsage } from './upstream.ts';
+import { isVirtualModelId, type VirtualModels } from './virtual.ts';
 import type {
-  ChatCompletion,
   ChatCompletionChunk,
   ChatCompletionRequest,
   ChatMessage,
@@ -25,30 +24,12 @@ import type {
   ProviderCompletionRequest,
 } from './types.ts';
 
-type Model = components['schemas']['Model'];
-
-/**
- * Models that are not in the catalog but belong to the caller: agents (`agent:<id>`) and teams
- * (`team:<id>`). The agent engine provides them; without it those ids are unknown models. Their calls
- * are metered by the engine as runs, not here.
- */
-export interface VirtualModels {
-  list(userId: string): Promise<Model[]>;
-  get(userId: string, id: string): Promise<Model | undefined>;
-  chat(principal: Principal, request: ChatCompletionRequest, options: { signal: AbortSignal }): Promise<ChatCompletion>;
-  /** Chunks as OpenAI streams them; the last carries `usage` and no choices. */
-  chatStream(principal: Principal, request: ChatCompletionRequest, options: { signal: AbortSignal }): AsyncGenerator<ChatCompletionChunk, unknown>;
-}
-
 export interface ModelHandlerDeps {
   models: ModelGateway;
   usage: { record(usage: UsageRecord, options?: { defer?: boolean }): Promise<void> };
   virtualModels?: VirtualModels;
 }
 
-export function isVirtualModelId(id: string): boolean {
-  return id.startsWith('agent:') || id.startsWith('team:');
-}
 
 /** The chat fields passed on to providers; anything else a client sends is accepted and ignored. */
 const CHAT_FIELDS = [
@@ -250,8 +231,8 @@ export function modelHandlers(deps: ModelHandlerDeps) {
       if (isVirtualModelId(body.model)) {
         const virtual = deps.virtualModels;
         if (!virtual || !(await virtual.get(auth.userId, body.model))) throw unknownModel(body.model);
-        if (!stream) return { status: 200, body: await virtual.chat(auth, body, { signal }) };
-        const chunks = virtual.chatStream(auth, body, { signal });
+        if (!stream) return { status: 200, body: await virtual.chat(callerOf(auth), body, { signal }) };
+        const chunks = virtual.chatStream(callerOf(auth), body, { signal });
         return { status: 200, stream: await startStream(request, chunks, { includeUsage, kind: undefined, relay: chatRelay(body) }) };
       }
 

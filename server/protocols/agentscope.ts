@@ -1,12 +1,15 @@
-// The AgentScope Agent API protocol over the run engine: its messages in, its response / message / content
-// objects out. Liberal in what it accepts (nulls, unknown fields, history echoed back), strict in what it
-// sends (every field present, as the reference server serialises them).
+// The AgentScope Agent API protocol as a projection of run events: its messages in, its response /
+// message / content objects out, numbered 0, 1, 2, … across the stream as AgentScope Runtime numbers
+// them, the final response's `output` made of the very completed messages that were streamed. Liberal in
+// what it accepts (nulls, unknown fields, history echoed back), strict in what it sends (every field
+// present, as the reference server serialises them). Tools the agent ran are `plugin_call` /
+// `plugin_call_output` (what the runtime's adapters send and its web UI shows); a client-side tool the
+// client must run is a `function_call`.
 import { randomUUID } from 'node:crypto';
 import type { components } from '../../generated/openapi.gen.ts';
-import type { SseFrame } from '../../generated/server.gen.ts';
 import type { ErrorCode } from '../errors.ts';
-import type { AssistantMessage, ChatMessage, FunctionTool, ToolCall } from '../models/types.ts';
-import type { RunEvent, TokenUsage } from '../runs/events.ts';
+import type { ChatMessage, FunctionTool, ToolCall } from '../models/types.ts';
+import type { RunEvent, Speaker, TokenUsage } from '../runs/events.ts';
 
 type Schemas = components['schemas'];
 export type AgentScopeRequest = Schemas['AgentScopeAgentRequest'];
@@ -34,11 +37,15 @@ function asText(value: unknown): string {
   return typeof value === 'string' ? value : JSON.stringify(value ?? '');
 }
 
-type UserPart = Extract<ChatMessage, { role: 'user' }>['content'];
+type UserContent = Extract<ChatMessage, { role: 'user' }>['content'];
+type UserPart = Exclude<UserContent, string>[number];
 
-/** A user message's content: a string when it is only text, parts when it carries images. */
-function userContent(contents: AgentScopeContent[]): UserPart {
-  const parts: Exclude<UserPart, string> = [];
+/** Audio as the model takes it: base64 and a format. A URL is fetched by the caller's policy. */
+export type AudioResolver = (data: string, format: string | null | undefined) => Promise<{ data: string; format: 'wav' | 'mp3' }>;
+
+/** A user message's content: a string when it is only text, parts when it carries images or audio. */
+async function userContent(contents: AgentScopeContent[], audio: AudioResolver): Promise<UserContent> {
+  const parts: UserPart[] = [];
   for (const content of contents) {
     switch (content.type) {
       case 'text':
@@ -54,7 +61,7 @@ function userContent(contents: AgentScopeContent[]): UserPart {
         parts.push({ type: 'text', text: `[file ${content.filename ?? ''} ${content.file_url ?? content.file_id ?? ''}]`.replace(/\s+/g, ' ') });
         break;
       case 'audio':
-        parts.push({ type: 'text', text: '[audio]' });
+        if (content.data) parts.push({ type: 'input_audio', input_audio: await audio(content.data, content.format) });
         break;
       case 'video':
         parts.push({ type: 'text', text: `[video ${content.video_url ?? ''}]`.trim() });
@@ -64,20 +71,30 @@ function userContent(contents: AgentScopeContent[]): UserPart {
         break;
     }
   }
-  return parts.every((part) => part.type === 'text') ? parts.map((part) => (part as { text: string }).text).join('\n') : parts;
+  if (parts.every((part) => part.type === 'text')) return parts.map((part) => (part as { text: string }).text).join('\n');
+  return parts;
 }
 
 function plainText(contents: AgentScopeContent[]): string {
   return contents.map((content) => (content.type === 'text' ? (content.text ?? '') : content.type === 'refusal' ? (content.refusal ?? '') : '')).join('');
 }
 
+/** Whether an echoed message is a team member's own work (see the projection's metadata). */
+function isMemberWork(message: AgentScopeInputMessage): boolean {
+  const metadata = message.metadata as { member_run_id?: unknown } | null | undefined;
+  return typeof metadata?.member_run_id === 'string';
+}
+
 /**
- * The chat messages an AgentScope input stands for. Calls become one assistant message with tool calls;
- * outputs become tool messages; reasoning, heartbeats, errors and MCP bookkeeping are not conversation.
+ * The chat messages an AgentScope input stands for. Calls join the assistant message before them (a
+ * tool's call and its output follow each other in a stream, so a call after an output opens a new
+ * assistant message); outputs become tool messages; reasoning, heartbeats, errors and MCP bookkeeping are
+ * not conversation; a team member's own work is the member's, not the team's conversation.
  */
-export function toChatMessages(input: AgentScopeInputMessage[]): ChatMessage[] {
+export async function toChatMessages(input: AgentScopeInputMessage[], audio: AudioResolver): Promise<ChatMessage[]> {
   const messages: ChatMessage[] = [];
   for (const message of input) {
+    if (isMemberWork(message)) continue;
     const type = message.type ?? 'message';
     const contents = message.content ?? [];
     if (CALL_TYPES.has(type)) {
@@ -86,9 +103,10 @@ export function toChatMessages(input: AgentScopeInputMessage[]): ChatMessage[] {
         if (!data || typeof data.name !== 'string') return [];
         return [{ id: typeof data.call_id === 'string' ? data.call_id : `call_${randomUUID()}`, type: 'function' as const, function: { name: data.name, arguments: asText(data.arguments ?? '{}') } }];
       });
+      if (calls.length === 0) continue;
       const previous = messages.at(-1);
-      if (previous?.role === 'assistant' && previous.tool_calls && !previous.content) previous.tool_calls.push(...calls);
-      else if (calls.length) messages.push({ role: 'assistant', content: null, tool_calls: calls });
+      if (previous?.role === 'assistant') previous.tool_calls = [...(previous.tool_calls ?? []), ...calls];
+      else messages.push({ role: 'assistant', content: null, tool_calls: calls });
     } else if (OUTPUT_TYPES.has(type)) {
       for (const content of contents) {
         const data = dataOf(content);
@@ -97,7 +115,7 @@ export function toChatMessages(input: AgentScopeInputMessage[]): ChatMessage[] {
     } else if (type === 'message') {
       if (message.role === 'assistant') messages.push({ role: 'assistant', content: plainText(contents) });
       else if (message.role === 'system') messages.push({ role: 'system', content: plainText(contents) });
-      else messages.push({ role: 'user', content: userContent(contents) });
+      else messages.push({ role: 'user', content: await userContent(contents, audio) });
     }
   }
   return messages;
@@ -139,6 +157,7 @@ const ERROR_CODES: Partial<Record<ErrorCode, string>> = {
   upstream_timeout: 'MODEL_TIMEOUT',
   upstream_error: 'MODEL_EXECUTION_FAILED',
   rate_limited: 'RATE_LIMIT_EXCEEDED',
+  quota_exceeded: 'MODEL_QUOTA_EXCEEDED',
   not_found: 'RESOURCE_NOT_FOUND',
   invalid_request: 'INVALID_PARAMETER',
   validation_error: 'INVALID_PARAMETER',
@@ -150,21 +169,27 @@ function usageOf(usage: TokenUsage) {
 }
 
 function content(fields: Partial<AgentScopeContent> & Pick<AgentScopeContent, 'type'>): AgentScopeContent {
-  return { object: 'content', index: 0, delta: false, msg_id: null, status: 'completed', sequence_number: null, ...fields } as AgentScopeContent;
+  return { object: 'content', index: 0, delta: false, msg_id: null, status: 'completed', sequence_number: null, error: null, ...fields } as AgentScopeContent;
+}
+
+type MessageType = AgentScopeMessage['type'];
+type Role = AgentScopeMessage['role'];
+
+/** Who said it, for a team: the speaker, and for a member's own work the member run it comes from. */
+function metadataOf(event: { from?: Speaker; member_run_id?: string }): Record<string, unknown> | null {
+  if (!event.from && !event.member_run_id) return null;
+  return { ...(event.from ? { from: event.from } : {}), ...(event.member_run_id ? { member_run_id: event.member_run_id } : {}) };
 }
 
 /**
- * Turns run events into the protocol's objects, numbered from 0 across the stream: the response created
- * and in progress; each message in progress, its content (text as deltas, then whole), completed; tool
- * calls as `function_call` messages and results as `function_call_output`; the response completed (or
- * failed) with every completed message in `output`.
+ * Projects one turn's run events onto the protocol's objects. Every object gets the next number; the
+ * final response's `output` holds the completed message objects exactly as they were streamed.
  */
-export class AgentScopeTranslator {
+export class AgentScopeProjection {
   #sequence = 0;
   #response: AgentScopeResponse;
   #output: AgentScopeMessage[] = [];
-  #open = new Map<string, { id: string; text: string }>();
-  #callNames = new Map<string, string>();
+  #open = new Map<string, { id: string; metadata: Record<string, unknown> | null }>();
   finished = false;
 
   constructor(responseId: string, sessionId: string, createdAt: number) {
@@ -177,107 +202,90 @@ export class AgentScopeTranslator {
       output: null,
       usage: null,
       session_id: sessionId,
+      sequence_number: null,
       error: null,
     };
   }
 
-  #stamp<T extends object>(value: T): T {
-    return { ...value, sequence_number: this.#sequence++ };
+  #number<T extends { sequence_number?: number | null }>(value: T): T {
+    value.sequence_number = this.#sequence++;
+    return value;
   }
 
   #responseObject(fields: Partial<AgentScopeResponse>): AgentScopeResponse {
-    this.#response = { ...this.#response, ...fields };
-    return this.#stamp(this.#response);
+    this.#response = this.#number({ ...this.#response, ...fields });
+    return this.#response;
   }
 
-  #message(id: string, type: AgentScopeMessage['type'], role: AgentScopeMessage['role'], status: 'in_progress' | 'completed', contents: AgentScopeContent[] | null): AgentScopeMessage {
-    return this.#stamp({ id, object: 'message', type, status, role, content: contents, code: null, message: null, usage: null, metadata: null, error: null });
+  #message(id: string, type: MessageType, role: Role, status: 'in_progress' | 'completed', contents: AgentScopeContent[] | null, metadata: Record<string, unknown> | null): AgentScopeMessage {
+    const message = this.#number<AgentScopeMessage>({ id, object: 'message', type, status, role, content: contents, code: null, message: null, usage: null, metadata, error: null });
+    if (status === 'completed') this.#output.push(message);
+    return message;
   }
 
-  /** A whole message at once: in progress, its content completed, completed; kept for the final output. */
-  #wholeMessage(type: AgentScopeMessage['type'], role: AgentScopeMessage['role'], item: Partial<AgentScopeContent> & Pick<AgentScopeContent, 'type'>): AgentScopeObject[] {
+  /** A whole message at once: in progress, its one content completed, completed. */
+  #wholeMessage(type: MessageType, role: Role, data: Record<string, unknown>, metadata: Record<string, unknown> | null): AgentScopeObject[] {
     const id = `msg_${randomUUID().replaceAll('-', '')}`;
-    const done = content({ ...item, msg_id: id });
-    const completed = this.#message(id, type, role, 'completed', [done]);
-    this.#output.push(completed);
-    return [this.#message(id, type, role, 'in_progress', null), this.#stamp(done), { ...completed, sequence_number: this.#sequence++ }];
+    const opened = this.#message(id, type, role, 'in_progress', null, metadata);
+    const done = this.#number(content({ type: 'data', data, msg_id: id }));
+    return [opened, done, this.#message(id, type, role, 'completed', [done], metadata)];
+  }
+
+  #final(status: AgentScopeResponse['status'], event: RunEvent, fields: Partial<AgentScopeResponse> = {}): AgentScopeObject[] {
+    this.finished = true;
+    return [this.#responseObject({ status, completed_at: Math.floor(Date.parse(event.created_at) / 1000), output: this.#output, ...fields })];
   }
 
   start(): AgentScopeObject[] {
     return [this.#responseObject({ status: 'created' }), this.#responseObject({ status: 'in_progress' })];
   }
 
-  translate(event: RunEvent): AgentScopeObject[] {
+  project(event: RunEvent): AgentScopeObject[] {
     switch (event.type) {
       case 'RunResponse': {
         const out: AgentScopeObject[] = [];
         const key = event.message_id;
-        if (event.delta) {
-          let open = this.#open.get(key);
-          if (!open) {
-            open = { id: `msg_${key.replace(/^msg_/, '')}`, text: '' };
-            this.#open.set(key, open);
-            out.push(this.#message(open.id, 'message', 'assistant', 'in_progress', null));
-          }
-          open.text += event.delta;
-          out.push(this.#stamp(content({ type: 'text', text: event.delta, delta: true, msg_id: open.id, status: 'in_progress' })));
+        let open = this.#open.get(key);
+        const text = event.message ? (typeof event.message.content === 'string' ? event.message.content : '') : '';
+        if (!open && (event.delta || text)) {
+          open = { id: `msg_${key.replace(/^msg_/, '')}`, metadata: metadataOf(event) };
+          this.#open.set(key, open);
+          out.push(this.#message(open.id, 'message', 'assistant', 'in_progress', null, open.metadata));
         }
-        if (event.message) out.push(...this.#completeMessage(key, event.message));
+        if (open && event.delta) out.push(this.#number(content({ type: 'text', text: event.delta, delta: true, msg_id: open.id, status: 'in_progress' })));
+        if (open && event.message) {
+          const whole = this.#number(content({ type: 'text', text, delta: null, msg_id: open.id }));
+          out.push(whole, this.#message(open.id, 'message', 'assistant', 'completed', [whole], open.metadata));
+          this.#open.delete(key);
+        }
         return out;
       }
+      case 'ToolCallStarted':
+        return this.#wholeMessage(
+          'plugin_call',
+          'assistant',
+          { call_id: event.tool_call.id, name: event.tool_call.function.name, arguments: event.tool_call.function.arguments },
+          metadataOf(event),
+        );
       case 'ToolCallCompleted':
-        return this.#wholeMessage('function_call_output', 'tool', {
-          type: 'data',
-          data: { call_id: event.tool_call_id, name: event.name, output: event.output },
-        });
-      case 'ToolRequest':
-      case 'RunCompleted': {
-        this.finished = true;
-        const status = event.type === 'RunCompleted' && event.status === 'canceled' ? 'canceled' : 'completed';
-        return [this.#responseObject({ status, completed_at: Math.floor(Date.parse(event.created_at) / 1000), output: this.#output, usage: usageOf(event.usage) })];
+        return this.#wholeMessage('plugin_call_output', 'tool', { call_id: event.tool_call_id, name: event.name, output: event.output }, metadataOf(event));
+      case 'ToolRequest': {
+        const out = event.tool_calls.flatMap((call) =>
+          this.#wholeMessage('function_call', 'assistant', { call_id: call.id, name: call.function.name, arguments: call.function.arguments }, metadataOf(event)),
+        );
+        return [...out, ...this.#final('completed', event, { usage: usageOf(event.usage) })];
       }
+      case 'RunCompleted':
+        return this.#final(event.status === 'canceled' ? 'canceled' : 'completed', event, { usage: usageOf(event.usage) });
       case 'RunError':
-        this.finished = true;
-        return [
-          this.#responseObject({
-            status: 'failed',
-            completed_at: Math.floor(Date.parse(event.created_at) / 1000),
-            output: this.#output,
-            error: { code: ERROR_CODES[event.error.code] ?? 'AGENT_UNKNOWN_ERROR', message: event.error.message },
-          }),
-        ];
+        return this.#final('failed', event, { error: { code: ERROR_CODES[event.error.code] ?? 'AGENT_UNKNOWN_ERROR', message: event.error.message } });
       default:
         return [];
     }
-  }
-
-  #completeMessage(key: string, message: AssistantMessage): AgentScopeObject[] {
-    const out: AgentScopeObject[] = [];
-    const open = this.#open.get(key);
-    const text = typeof message.content === 'string' ? message.content : '';
-    if (open || text) {
-      const id = open?.id ?? `msg_${key.replace(/^msg_/, '')}`;
-      if (!open) out.push(this.#message(id, 'message', 'assistant', 'in_progress', null));
-      const whole = content({ type: 'text', text, delta: null, msg_id: id });
-      out.push(this.#stamp(whole));
-      const completed = this.#message(id, 'message', 'assistant', 'completed', [whole]);
-      this.#output.push(completed);
-      out.push(completed);
-      this.#open.delete(key);
-    }
-    for (const call of message.tool_calls ?? []) {
-      this.#callNames.set(call.id, call.function.name);
-      out.push(...this.#wholeMessage('function_call', 'assistant', { type: 'data', data: { call_id: call.id, name: call.function.name, arguments: call.function.arguments } }));
-    }
-    return out;
   }
 
   /** The response as it stands: the final object of a stream, or the whole answer without one. */
   get response(): AgentScopeResponse {
     return this.#response;
   }
-}
-
-export function toFrames(objects: AgentScopeObject[]): SseFrame<AgentScopeObject>[] {
-  return objects.map((data) => ({ data }));
 }

@@ -1,17 +1,16 @@
 // Agents and teams as OpenAI models: `agent:<agentId>` and `team:<teamId>` in /v1/models, and
-// /v1/chat/completions with one of them runs a turn. OpenAI clients send the whole transcript every time,
-// so each call is a stateless turn; a client-side tool call comes back as OpenAI's `tool_calls`.
+// /v1/chat/completions with one of them runs a turn, projected onto OpenAI's completion (the fold of the
+// turn's events) or its chunks (the events as they come). OpenAI clients send the whole transcript every
+// time, so each call is a stateless turn; a client-side tool call comes back as OpenAI's `tool_calls`.
 import { randomUUID } from 'node:crypto';
 import type { components } from '../../generated/openapi.gen.ts';
 import type { AgentStore } from '../agents/agents.ts';
-import { failure } from '../agents/handlers.ts';
-import type { Principal } from '../http/auth.ts';
 import { ApiError } from '../errors.ts';
-import type { VirtualModels } from '../models/handlers.ts';
 import { textOf, type ChatCompletion, type ChatCompletionChunk, type ChatCompletionRequest, type ToolCall } from '../models/types.ts';
-import type { RunEngine, RunHandle } from '../runs/engine.ts';
+import type { ModelCaller, VirtualModels } from '../models/virtual.ts';
+import type { RunEngine, RunHandle, TeamTurnInput, TurnOptions } from '../runs/engine.ts';
 import type { ModelSettings } from '../runs/loop.ts';
-import type { TeamRunner } from '../teams/runner.ts';
+import { collectTurn, succeeded } from '../runs/turns.ts';
 import type { TeamStore } from '../teams/teams.ts';
 
 type Model = components['schemas']['Model'];
@@ -19,8 +18,8 @@ type Model = components['schemas']['Model'];
 export interface OpenAIModelDeps {
   agents: AgentStore;
   teams: TeamStore;
-  engine: RunEngine;
-  teamRunner: TeamRunner;
+  engine: Pick<RunEngine, 'startAgentTurn'>;
+  teamRunner: { startTeamTurn(input: TeamTurnInput, options: TurnOptions): Promise<RunHandle> };
   /** Runs per day are a quota of agent and team turns; the guard cannot see the model before the body. */
   checkRunQuota(userId: string): Promise<void>;
 }
@@ -44,6 +43,12 @@ function settingsOf(request: ChatCompletionRequest): ModelSettings {
 
 function toolCallDeltas(calls: ToolCall[]) {
   return calls.map((call, index) => ({ index, id: call.id, type: 'function' as const, function: { name: call.function.name, arguments: call.function.arguments } }));
+}
+
+type FinishReason = ChatCompletion['choices'][number]['finish_reason'];
+
+function finishReasonOf(reason: string | null): FinishReason {
+  return reason === 'length' ? 'length' : reason === 'content_filter' ? 'content_filter' : 'stop';
 }
 
 export function createOpenAIModels(deps: OpenAIModelDeps): VirtualModels {
@@ -73,13 +78,18 @@ export function createOpenAIModels(deps: OpenAIModelDeps): VirtualModels {
     }
   };
 
-  const start = async (principal: Principal, request: ChatCompletionRequest, signal: AbortSignal): Promise<RunHandle> => {
+  const start = async (caller: ModelCaller, request: ChatCompletionRequest, signal: AbortSignal): Promise<RunHandle> => {
     const target = split(request.model);
     if (!target) throw new ApiError('not_found', `The model ${request.model} does not exist.`);
-    await deps.checkRunQuota(principal.userId);
+    // A run is one answer; silently answering one of several asked for would be a lie.
+    if (request.n != null && request.n > 1) {
+      throw new ApiError('invalid_request', 'Agents and teams give one answer per request: n above 1 is not supported for them.', {
+        details: [{ field: 'n', message: 'must be 1 for agent: and team: models' }],
+      });
+    }
+    await deps.checkRunQuota(caller.userId);
     const common = {
-      userId: principal.userId,
-      apiKeyId: principal.credential.kind === 'api_key' ? principal.credential.id : null,
+      ...caller,
       conversation: { messages: request.messages, stateless: true },
       tools: request.tools,
       modelSettings: settingsOf(request),
@@ -102,31 +112,35 @@ export function createOpenAIModels(deps: OpenAIModelDeps): VirtualModels {
 
     get: find,
 
-    async chat(principal, request, { signal }): Promise<ChatCompletion> {
-      const handle = await start(principal, request, signal);
-      const result = await handle.result;
-      if (result.status === 'failed') throw failure(result);
-      const calls = result.requiredAction?.tool_calls ?? [];
-      const content = result.message && calls.length === 0 ? textOf(result.message.content) : (result.message?.content ?? null);
+    async chat(caller, request, { signal }): Promise<ChatCompletion> {
+      const handle = await start(caller, request, signal);
+      const turn = succeeded(await collectTurn(handle, signal));
+      const calls = turn.required_action?.tool_calls ?? [];
+      const content = turn.message ? textOf(turn.message.content) : null;
       return {
-        id: `chatcmpl-${result.run.id}`,
+        id: `chatcmpl-${turn.run_id}`,
         object: 'chat.completion',
         created: Math.floor(Date.now() / 1000),
         model: request.model,
         choices: [
           {
             index: 0,
-            message: { role: 'assistant', content: typeof content === 'string' ? content : null, refusal: null, ...(calls.length ? { tool_calls: calls } : {}) },
-            finish_reason: calls.length ? 'tool_calls' : result.finishReason === 'length' ? 'length' : result.finishReason === 'content_filter' ? 'content_filter' : 'stop',
+            message: { role: 'assistant', content: content || (calls.length ? null : ''), refusal: null, ...(calls.length ? { tool_calls: calls } : {}) },
+            finish_reason: calls.length ? 'tool_calls' : finishReasonOf(turn.finish_reason),
             logprobs: null,
           },
         ],
-        usage: result.usage,
+        usage: turn.usage,
       };
     },
 
-    async *chatStream(principal, request, { signal }): AsyncGenerator<ChatCompletionChunk, unknown> {
-      const handle = await start(principal, request, signal);
+    /**
+     * The turn's own output as it is stored: its text deltas (a message said without deltas, such as a
+     * team's adoption of a member's answer, whole), then, as OpenAI sends them, the tool calls, the finish
+     * reason in a last chunk of its own with an empty delta, and the usage.
+     */
+    async *chatStream(caller, request, { signal }): AsyncGenerator<ChatCompletionChunk, unknown> {
+      const handle = await start(caller, request, signal);
       const id = `chatcmpl-${handle.run.id}-${randomUUID().slice(0, 8)}`;
       const created = Math.floor(Date.now() / 1000);
       const chunk = (choices: ChatCompletionChunk['choices'], usage: ChatCompletionChunk['usage'] = null): ChatCompletionChunk => ({
@@ -137,18 +151,23 @@ export function createOpenAIModels(deps: OpenAIModelDeps): VirtualModels {
         choices,
         usage,
       });
-      const team = request.model.startsWith('team:');
+      const streamed = new Set<string>();
       yield chunk([{ index: 0, delta: { role: 'assistant', content: '' }, finish_reason: null }]);
       for await (const event of handle.events) {
-        // An agent's text streams as it comes; a team's answer may be any member's, so it comes whole.
-        if (event.type === 'RunResponse' && event.delta && !team) {
-          yield chunk([{ index: 0, delta: { content: event.delta }, finish_reason: null }]);
+        if (event.type === 'RunResponse' && event.member_run_id === undefined) {
+          if (event.delta) {
+            streamed.add(event.message_id);
+            yield chunk([{ index: 0, delta: { content: event.delta }, finish_reason: null }]);
+          } else if (event.message && !streamed.has(event.message_id)) {
+            const text = textOf(event.message.content);
+            if (text) yield chunk([{ index: 0, delta: { content: text }, finish_reason: null }]);
+          }
         } else if (event.type === 'ToolRequest') {
-          yield chunk([{ index: 0, delta: { tool_calls: toolCallDeltas(event.tool_calls) }, finish_reason: 'tool_calls' }]);
+          yield chunk([{ index: 0, delta: { tool_calls: toolCallDeltas(event.tool_calls) }, finish_reason: null }]);
+          yield chunk([{ index: 0, delta: {}, finish_reason: 'tool_calls' }]);
           yield chunk([], event.usage);
         } else if (event.type === 'RunCompleted') {
-          if (team && event.message) yield chunk([{ index: 0, delta: { content: textOf(event.message.content) }, finish_reason: null }]);
-          yield chunk([{ index: 0, delta: {}, finish_reason: event.finish_reason === 'length' ? 'length' : 'stop' }]);
+          yield chunk([{ index: 0, delta: {}, finish_reason: finishReasonOf(event.finish_reason) }]);
           yield chunk([], event.usage);
         } else if (event.type === 'RunError') {
           throw new ApiError(event.error.code, event.error.message);

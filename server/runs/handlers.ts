@@ -44,7 +44,7 @@ export function runHandlers(deps: { runs: RunStore; engine: RunEngine }) {
       await deps.runs.get(auth.userId, params.runId);
       // A run executing on another server outlives this one's shutdown: its replay ends there, and the
       // client resumes from its Last-Event-ID elsewhere rather than hold up the drain.
-      const events = deps.engine.replay(auth.userId, params.runId, after, AbortSignal.any([signal, shuttingDown]));
+      const events = deps.engine.follow(auth.userId, params.runId, after, AbortSignal.any([signal, shuttingDown]));
       return {
         status: 200,
         stream: (async function* () {

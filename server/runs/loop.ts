@@ -66,10 +66,9 @@ export type LoopOutcome =
       pending?: ToolCall[];
     };
 
-/** What a loop produced, accumulated across its steps (and across resumes of the same run). */
+/** What a loop accumulates across its steps (and across resumes of the same run). */
 export interface LoopState {
   usage: TokenUsage;
-  produced: ChatMessage[];
   sources: KnowledgeSource[];
 }
 
@@ -180,9 +179,14 @@ async function executeCalls(spec: LoopSpec, calls: ToolCall[], history: ChatMess
   const clientTools = new Set(spec.clientTools.map((tool) => tool.function.name));
   const results: ChatMessage[] = [];
   const halting: ToolCall[] = [];
+  /** A call the server answers itself with an error, shown like a tool run so that the turn's events hold its result. */
+  const answer = (call: ToolCall, output: string) => {
+    io.emit({ type: 'ToolCallStarted', ...from, tool_call: call });
+    io.emit({ type: 'ToolCallCompleted', ...from, tool_call_id: call.id, name: call.function.name, output, is_error: true });
+    results.push({ role: 'tool', tool_call_id: call.id, content: output });
+  };
   const keep = async () => {
     history.push(...results);
-    state.produced.push(...results);
     await io.persist(results);
   };
   for (const [index, call] of calls.entries()) {
@@ -202,13 +206,10 @@ async function executeCalls(spec: LoopSpec, calls: ToolCall[], history: ChatMess
     } else if (clientTools.has(call.function.name)) {
       const args = parseArguments(call.function.arguments);
       // Malformed arguments go back to the model to fix, rather than to the client to choke on.
-      if (typeof args === 'string') {
-        results.push({ role: 'tool', tool_call_id: call.id, content: `Error: ${args}. Call ${call.function.name} again with a JSON object.` });
-      } else {
-        halting.push(call);
-      }
+      if (typeof args === 'string') answer(call, `Error: ${args}. Call ${call.function.name} again with a JSON object.`);
+      else halting.push(call);
     } else {
-      results.push({ role: 'tool', tool_call_id: call.id, content: `Error: there is no tool named ${call.function.name}.` });
+      answer(call, `Error: there is no tool named ${call.function.name}.`);
     }
   }
   await keep();
@@ -230,7 +231,6 @@ export async function runLoop(spec: LoopSpec, history: ChatMessage[], io: LoopIO
     const { message, finishReason } = await step(spec, history, io, state);
     last = message;
     history.push(message);
-    state.produced.push(message);
     await io.persist([message]);
     const calls = message.tool_calls ?? [];
     if (calls.length === 0) {

@@ -107,20 +107,28 @@ export function createRunStore(db: Queryable) {
       );
     },
 
-    async finish(runId: string, update: RunUpdate): Promise<void> {
-      const done = FINISHED.includes(update.status);
-      await db.query(
+    /**
+     * Ends a run that is in one of `from` (and, given `owner`, still held by that server): its final
+     * state, conditionally, so that of two servers ending one run only one does. Answers the ended run,
+     * or undefined when it had already ended or moved on.
+     */
+    async close(runId: string, update: RunUpdate, from: readonly RunStatus[], owner?: string): Promise<RunRow | undefined> {
+      return one<RunRow>(
+        db,
         `UPDATE runs SET status = $2, usage = $3, error = $4, required_action = $5, state = $7, updated_at = now(),
                 completed_at = CASE WHEN $6 THEN now() ELSE NULL END
-         WHERE id = $1`,
+         WHERE id = $1 AND status IN (SELECT jsonb_array_elements_text($8::jsonb)) AND ($9::text IS NULL OR owner = $9)
+         RETURNING ${COLUMNS}`,
         [
           runId,
           update.status,
           JSON.stringify(update.usage),
           update.error ? JSON.stringify(update.error) : null,
           update.requiredAction ? JSON.stringify(update.requiredAction) : null,
-          done,
+          FINISHED.includes(update.status),
           update.state === undefined ? null : JSON.stringify(update.state),
+          JSON.stringify(from),
+          owner ?? null,
         ],
       );
     },
@@ -178,10 +186,10 @@ export function createRunStore(db: Queryable) {
       return rows.map((row) => row.owner);
     },
 
-    /** Runs of a dead server: their ids, sessions and last sequence numbers. */
-    async orphansOf(owner: string): Promise<{ id: string; session_id: string; last_sequence_number: number; parent_run_id: string | null }[]> {
-      return db.query(
-        "SELECT id, session_id, last_sequence_number, parent_run_id FROM runs WHERE owner = $1 AND status IN ('queued', 'in_progress')",
+    /** The unfinished runs of a dead server, members before the team runs they belong to. */
+    async orphansOf(owner: string): Promise<RunRow[]> {
+      return db.query<RunRow>(
+        `SELECT ${COLUMNS} FROM runs WHERE owner = $1 AND status IN ('queued', 'in_progress') ORDER BY parent_run_id IS NULL, id`,
         [owner],
       );
     },

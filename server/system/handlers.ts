@@ -1,9 +1,15 @@
+import { timingSafeEqual } from 'node:crypto';
 import swaggerUi from 'swagger-ui-express';
+import { ApiError } from '../errors.ts';
 import type { AppHandlers } from '../http/operations.ts';
+import { METRICS_CONTENT_TYPE, type Metrics } from '../metrics/metrics.ts';
 import type { Contract } from '../http/contract.ts';
 
 export interface SystemDeps {
   contract: Contract;
+  metrics: Metrics;
+  /** Whether GET /metrics answers, and the bearer token it then asks for, if any. */
+  metricsConfig: { enabled: boolean; token: string | undefined };
   startedAt: number;
   clock: () => number;
   /** Resolves true when the database answers. */
@@ -24,6 +30,12 @@ function docsPage(contract: Contract): string {
   return html.replace(/(href|src)="\.\//g, '$1="/docs/');
 }
 
+function sameSecret(presented: string, expected: string): boolean {
+  const a = Buffer.from(presented);
+  const b = Buffer.from(expected);
+  return a.length === b.length && timingSafeEqual(a, b);
+}
+
 export function systemHandlers(deps: SystemDeps) {
   const page = docsPage(deps.contract);
   return {
@@ -42,6 +54,19 @@ export function systemHandlers(deps: SystemDeps) {
     },
     async getApiDocs() {
       return { status: 200, contentType: 'text/html', body: page };
+    },
+    async getMetrics({ headers }) {
+      const { enabled, token } = deps.metricsConfig;
+      if (!enabled) throw new ApiError('not_found', 'No operation at GET /metrics: metrics are turned off on this server.');
+      if (token !== undefined) {
+        const presented = /^Bearer\s+(\S+)$/i.exec(headers.authorization ?? '')?.[1];
+        if (presented === undefined || !sameSecret(presented, token)) {
+          throw new ApiError('unauthorized', 'The metrics need the bearer token this server was configured with (METRICS_TOKEN).', {
+            headers: { 'WWW-Authenticate': presented === undefined ? 'Bearer realm="metrics"' : 'Bearer realm="metrics", error="invalid_token"' },
+          });
+        }
+      }
+      return { status: 200, contentType: METRICS_CONTENT_TYPE, body: await deps.metrics.render() };
     },
   } satisfies Partial<AppHandlers>;
 }

@@ -1,12 +1,12 @@
-import { chat, type StartTurn } from '../agents/handlers.ts';
+import { callerOf } from '../http/auth.ts';
 import type { AppHandlers } from '../http/operations.ts';
-import { processAgentScope, respondConnexity, type ProtocolDeps } from '../protocols/handlers.ts';
+import { chatTurn } from '../runs/chat.ts';
+import type { RunEngine } from '../runs/engine.ts';
+import { teamTurn } from '../runs/turns.ts';
 import type { TeamRunner } from './runner.ts';
 import type { TeamStore } from './teams.ts';
 
-export function teamHandlers(deps: ProtocolDeps & { teams: TeamStore; teamRunner: TeamRunner }) {
-  const teamTurn = (teamId: string): StartTurn => (input, options) => deps.teamRunner.startTeamTurn({ ...input, teamId }, options);
-
+export function teamHandlers(deps: { engine: RunEngine; teams: TeamStore; teamRunner: TeamRunner }) {
   return {
     async createTeam({ auth, body }) {
       return { status: 201, body: await deps.teams.create(auth.userId, body) };
@@ -31,16 +31,9 @@ export function teamHandlers(deps: ProtocolDeps & { teams: TeamStore; teamRunner
       return { status: 204 };
     },
 
-    async chatWithTeam(request) {
-      return chat(request, teamTurn(request.params.teamId));
-    },
-
-    async processTeamRequest(request) {
-      return processAgentScope(deps, request, { agentId: null, teamId: request.params.teamId }, teamTurn(request.params.teamId));
-    },
-
-    async respondWithTeam(request) {
-      return respondConnexity(deps, request, teamTurn(request.params.teamId));
+    async chatWithTeam({ auth, body, params, signal, acceptsEventStream }) {
+      const stream = body.stream === true || acceptsEventStream;
+      return chatTurn(callerOf(auth), body, { stream, signal }, teamTurn(deps.teamRunner, params.teamId));
     },
   } satisfies Partial<AppHandlers>;
 }

@@ -6,16 +6,17 @@
 //   broadcast:  every member answers; the leader synthesizes.
 // A member's client-side tool halts the whole team run; the results resume the member, then the leader.
 import type { Logger } from 'pino';
-import type { Agent } from '../agents/agents.ts';
+import { checkToolNames, type Agent } from '../agents/agents.ts';
 import { ApiError } from '../errors.ts';
 import { textOf, type AssistantMessage, type ChatMessage, type FunctionTool, type ToolCall } from '../models/types.ts';
-import type { RunEngine, TeamTurnInput, TurnContext, TurnResult, RunHandle } from '../runs/engine.ts';
+import type { RunHandle, TeamTurnInput, TurnContext, TurnOptions, TurnOutcome, TurnSpec } from '../runs/engine.ts';
 import { addUsage, zeroUsage, type RunEventBody, type Speaker } from '../runs/events.ts';
+import type { MemberUsage, OpenRun, RunEnding, RunLifecycle } from '../runs/lifecycle.ts';
 import { HaltForClient, runLoop, type LoopOutcome, type LoopSpec, type LoopState, type LoopTool } from '../runs/loop.ts';
-import type { RunRow, RunStore } from '../runs/store.ts';
+import type { RunStore } from '../runs/store.ts';
+import { mergeClientTools } from '../runs/rules.ts';
+import type { ServerToolsFor } from '../runs/tools.ts';
 import { orchestratorName, type Team, type TeamStore } from './teams.ts';
-
-type MemberUsage = NonNullable<TurnResult['usageBreakdown']>[number];
 
 interface Member {
   agent: Agent;
@@ -73,18 +74,28 @@ function describe(member: Member): string {
 }
 
 export interface TeamRunnerDeps {
-  engine: RunEngine;
+  /** Starts a turn on the run engine with a team's plan. */
+  startTurn(turn: TurnSpec, options: TurnOptions): Promise<RunHandle>;
+  /** Opens and ends the member runs. */
+  lifecycle: RunLifecycle;
+  serverTools: ServerToolsFor;
   teams: TeamStore;
   runs: RunStore;
-  clock: () => number;
   logger: Logger;
 }
 
-export function createTeamRunner(deps: TeamRunnerDeps) {
-  const { engine, runs } = deps;
+/** A member's answer, and the id its message had in the events (the team's adoption of it reuses the id). */
+interface MemberAnswer {
+  message: AssistantMessage | null;
+  messageId: string | undefined;
+}
 
-  async function startTeamTurn(input: TeamTurnInput, options: { resumable: boolean }): Promise<RunHandle> {
+export function createTeamRunner(deps: TeamRunnerDeps) {
+  const { lifecycle, runs } = deps;
+
+  async function startTeamTurn(input: TeamTurnInput, options: TurnOptions): Promise<RunHandle> {
     const team = await deps.teams.get(input.userId, input.teamId);
+    checkToolNames(input.tools ?? [], 'tools');
     const members: Member[] = (await deps.teams.memberAgents(input.userId, team)).map(({ agent, role, isLeader }) => ({
       agent,
       role,
@@ -95,7 +106,7 @@ export function createTeamRunner(deps: TeamRunnerDeps) {
     const leaderSpeaker: Speaker = memberLeader?.speaker ?? { agent_id: null, name: orchestratorName(team), role: 'leader', is_leader: true };
     const others = members.filter((member) => !member.isLeader);
     const clientTools = input.clientTools !== false;
-    return engine.startTurn(
+    return deps.startTurn(
       {
         input,
         target: { agentId: null, teamId: team.id },
@@ -119,26 +130,23 @@ export function createTeamRunner(deps: TeamRunnerDeps) {
     clientTools: boolean;
   }
 
-  /** Member runs still going when the team run stops are stopped with it. */
+  /** Member runs left waiting or running when the team run stops are stopped with it. */
   async function stopMembers(context: TurnContext, status: 'canceled' | 'failed'): Promise<void> {
+    const ending: RunEnding = status === 'canceled' ? { status } : { status, error: { code: 'internal_error', message: 'The team run stopped.' } };
     for (const child of await runs.children(context.run.id)) {
       if (child.status !== 'in_progress' && child.status !== 'requires_action') continue;
-      const recorder = engine.recorderFor(child);
-      if (status === 'canceled') recorder.emit({ type: 'RunCompleted', status: 'canceled', message: null, finish_reason: 'canceled', usage: child.usage });
-      else recorder.emit({ type: 'RunError', status: 'failed', error: { code: 'internal_error', message: 'The team run stopped.' } });
-      await recorder.flush();
-      await runs.finish(child.id, { status, usage: child.usage, error: status === 'failed' ? { code: 'internal_error', message: 'The team run stopped.' } : null });
+      await lifecycle.endStored(child, ending, { from: ['in_progress', 'requires_action'] });
     }
   }
 
-  async function execute(context: TurnContext, plan: Plan) {
+  async function execute(context: TurnContext, plan: Plan): Promise<TurnOutcome> {
     const saved = (context.resumed ? (context.run.state as TeamRunState | null) : null) ?? { breakdown: [] };
     const breakdown = new Map(saved.breakdown.map((entry) => [entry.run_id, entry]));
     const runMember = memberRunner(context, plan, breakdown);
     const finish: Finish = (outcome, speaker, state = {}) => {
       const leaderEntry = leaderUsage(context, plan, breakdown);
       const all = [...breakdown.values(), ...(leaderEntry ? [leaderEntry] : [])];
-      return { outcome, speaker, state: { ...state, breakdown: [...breakdown.values()] }, extras: { usageBreakdown: all } };
+      return { outcome, speaker, state: { ...state, breakdown: [...breakdown.values()] }, usageBreakdown: all };
     };
     const resumeWith = saved.member ? { runId: saved.member.runId, results: context.newMessages } : undefined;
     const turn: ModeTurn = { context, plan, runMember, resumeWith, saved, finish };
@@ -169,12 +177,8 @@ export function createTeamRunner(deps: TeamRunnerDeps) {
     };
   }
 
-  type RunMember = (member: Member, start: { task: string } | { runId: string; results: ChatMessage[] }) => Promise<AssistantMessage | null>;
-  type Finish = (
-    outcome: LoopOutcome,
-    speaker: Speaker,
-    state?: Omit<TeamRunState, 'breakdown'>,
-  ) => { outcome: LoopOutcome; speaker: Speaker; state: TeamRunState; extras: { usageBreakdown: MemberUsage[] } };
+  type RunMember = (member: Member, start: { task: string } | { runId: string; results: ChatMessage[] }) => Promise<MemberAnswer>;
+  type Finish = (outcome: LoopOutcome, speaker: Speaker, state?: Omit<TeamRunState, 'breakdown'>) => TurnOutcome;
   /** What each mode runs with: the turn and its plan, how to run a member, the member run a resumed turn continues and the state it saved, and `finish`. */
   interface ModeTurn {
     context: TurnContext;
@@ -185,47 +189,39 @@ export function createTeamRunner(deps: TeamRunnerDeps) {
     finish: Finish;
   }
 
-  /** Runs (or resumes) one member as a real run of its agent, linked to the team run. */
+  /**
+   * Runs (or resumes) one member as a real run of its agent, linked to the team run. The member's work is
+   * relayed into the team run's events under its name and with `member_run_id`, so that it is shown but
+   * stays the member's conversation.
+   */
   function memberRunner(context: TurnContext, plan: Plan, breakdown: Map<string, MemberUsage>): RunMember {
     const { input, team } = plan;
     return async (member, start) => {
-      let child: RunRow;
+      let child: OpenRun;
       let history: ChatMessage[];
       if ('task' in start) {
-        child = await runs.create({
+        child = await lifecycle.open({
           userId: input.userId,
           sessionId: context.sessionId,
           agentId: member.agent.id,
           teamId: team.id,
           parentRunId: context.run.id,
           model: member.agent.model,
-          owner: engine.instanceId,
         });
         history = [{ role: 'user', content: start.task }];
       } else {
-        const waiting = await runs.resume(start.runId, engine.instanceId);
-        if (!waiting) throw new ApiError('conflict', `The member run ${start.runId} is no longer waiting for tool results.`);
-        child = waiting;
-        history = [...((waiting.state as { history: ChatMessage[] } | null)?.history ?? []), ...start.results];
+        child = await lifecycle.resume(start.runId);
+        history = [...((child.row.state as { history: ChatMessage[] } | null)?.history ?? []), ...start.results];
       }
-      const recorder = engine.recorderFor(child);
-      recorder.emit({
-        type: 'RunStarted',
-        session_id: context.sessionId,
-        agent_id: member.agent.id,
-        team_id: team.id,
-        parent_run_id: context.run.id,
-        model: member.agent.model,
-        resumed: !('task' in start),
-      });
-      const state: LoopState = { usage: { ...child.usage }, produced: [], sources: context.state.sources };
-      const before = { ...child.usage };
+      const memberRunId = child.row.id;
+      const state: LoopState = { usage: { ...child.row.usage }, sources: context.state.sources };
+      const before = { ...child.row.usage };
       const spec: LoopSpec = {
         model: member.agent.model,
         instructions: member.agent.instructions,
         settings: member.agent.model_settings,
         clientTools: plan.clientTools ? member.agent.tools : [],
-        serverTools: engine.serverToolsOf(member.agent, input, () => context.io.signal),
+        serverTools: deps.serverTools(member.agent, input, () => context.io.signal),
         maxSteps: member.agent.max_steps,
       };
       const account = () => {
@@ -233,12 +229,9 @@ export function createTeamRunner(deps: TeamRunnerDeps) {
           prompt_tokens: state.usage.prompt_tokens - before.prompt_tokens,
           completion_tokens: state.usage.completion_tokens - before.completion_tokens,
         });
-        breakdown.set(child.id, { agent_id: member.agent.id, name: member.agent.name, role: member.role, run_id: child.id, usage: { ...state.usage } });
+        breakdown.set(memberRunId, { agent_id: member.agent.id, name: member.agent.name, role: member.role, run_id: memberRunId, usage: { ...state.usage } });
       };
-      const close = async (status: RunRow['status'], fields: { error?: RunRow['error']; requiredAction?: RunRow['required_action']; state?: unknown } = {}) => {
-        await recorder.flush();
-        await runs.finish(child.id, { status, usage: state.usage, ...fields });
-      };
+      let messageId: string | undefined;
       let outcome: LoopOutcome;
       try {
         outcome = await runLoop(
@@ -247,8 +240,9 @@ export function createTeamRunner(deps: TeamRunnerDeps) {
           {
             ...context.io,
             emit: (body: RunEventBody) => {
-              recorder.emit(body);
-              if (FORWARDED.has(body.type)) context.io.emit({ ...body, from: member.speaker } as RunEventBody);
+              child.recorder.emit(body);
+              if (body.type === 'RunResponse' && body.message) messageId = body.message_id;
+              if (FORWARDED.has(body.type)) context.io.emit({ ...body, from: member.speaker, member_run_id: memberRunId } as RunEventBody);
             },
             persist: async () => {},
           },
@@ -256,25 +250,19 @@ export function createTeamRunner(deps: TeamRunnerDeps) {
         );
       } catch (error) {
         account();
-        if (context.io.signal.aborted) {
-          recorder.emit({ type: 'RunCompleted', status: 'canceled', message: null, finish_reason: 'canceled', usage: state.usage });
-          await close('canceled');
-        } else {
-          const failure = error instanceof ApiError ? { code: error.code, message: error.message } : { code: 'internal_error' as const, message: 'The member run failed.' };
-          recorder.emit({ type: 'RunError', status: 'failed', error: failure });
-          await close('failed', { error: failure });
-        }
+        const ending: RunEnding = context.io.signal.aborted
+          ? { status: 'canceled' }
+          : { status: 'failed', error: error instanceof ApiError ? { code: error.code, message: error.message } : { code: 'internal_error', message: 'The member run failed.' } };
+        await lifecycle.end(child, ending, state.usage);
         throw error;
       }
       account();
       if (outcome.kind === 'requires_action') {
-        recorder.emit({ type: 'ToolRequest', session_id: context.sessionId, tool_calls: outcome.toolCalls, usage: state.usage });
-        await close('requires_action', { requiredAction: { type: 'submit_tool_outputs', tool_calls: outcome.toolCalls }, state: { history } });
-        throw new MemberHalt(outcome.toolCalls, member.speaker, child.id);
+        await lifecycle.end(child, { status: 'requires_action', toolCalls: outcome.toolCalls, state: { history } }, state.usage);
+        throw new MemberHalt(outcome.toolCalls, member.speaker, memberRunId);
       }
-      recorder.emit({ type: 'RunCompleted', status: 'completed', message: outcome.message, finish_reason: outcome.finishReason, usage: state.usage });
-      await close('completed');
-      return outcome.message;
+      await lifecycle.end(child, { status: 'completed', message: outcome.message, finishReason: outcome.finishReason }, state.usage);
+      return { message: outcome.message, messageId };
     };
   }
 
@@ -314,8 +302,8 @@ export function createTeamRunner(deps: TeamRunnerDeps) {
   function leaderOwnTools(plan: Plan, context: TurnContext): { client: FunctionTool[]; server: LoopTool[] } {
     const leader = plan.memberLeader?.agent;
     return {
-      client: plan.clientTools ? [...(leader?.tools ?? []), ...(plan.input.tools ?? [])] : [],
-      server: leader ? engine.serverToolsOf(leader, plan.input, () => context.io.signal) : [],
+      client: plan.clientTools ? mergeClientTools(leader?.tools ?? [], plan.input.tools ?? []) : [],
+      server: leader ? deps.serverTools(leader, plan.input, () => context.io.signal) : [],
     };
   }
 
@@ -328,7 +316,7 @@ export function createTeamRunner(deps: TeamRunnerDeps) {
         const resume = resuming?.callId === call.id ? resuming : undefined;
         resuming = undefined;
         try {
-          const message = await runMember(member, resume ? { runId: resume.runId, results: resume.results } : { task });
+          const { message } = await runMember(member, resume ? { runId: resume.runId, results: resume.results } : { task });
           return message ? textOf(message.content) : '';
         } catch (error) {
           if (error instanceof MemberHalt) halted = { runId: error.runId, agentId: member.agent.id, callId: call.id };
@@ -348,12 +336,15 @@ export function createTeamRunner(deps: TeamRunnerDeps) {
     return finish(outcome, plan.leaderSpeaker);
   }
 
-  /** The member's answer becomes the team's: it joins the session's history as an assistant message. */
-  async function adopt(context: TurnContext, message: AssistantMessage | null): Promise<AssistantMessage> {
-    const answer: AssistantMessage = { role: 'assistant', content: message ? textOf(message.content) : '' };
-    context.state.produced.push(answer);
-    await context.io.persist([answer]);
-    return answer;
+  /**
+   * The member's answer becomes the team's: the team run says it (under the member's name and the same
+   * message id, so that a client showing the relayed reply shows it once) and the session keeps it.
+   */
+  async function adopt(context: TurnContext, member: Member, answer: MemberAnswer): Promise<AssistantMessage> {
+    const message: AssistantMessage = { role: 'assistant', content: answer.message ? textOf(answer.message.content) : '' };
+    context.io.emit({ type: 'RunResponse', from: member.speaker, message_id: answer.messageId ?? `msg_${context.run.id}`, message });
+    await context.io.persist([message]);
+    return message;
   }
 
   async function route({ context, plan, runMember, resumeWith, saved, finish }: ModeTurn) {
@@ -379,8 +370,8 @@ export function createTeamRunner(deps: TeamRunnerDeps) {
     }
     const member: Member = chosen;
     try {
-      const message = await runMember(member, resumeWith && saved.member ? { runId: resumeWith.runId, results: resumeWith.results } : { task: lastUserText(context.history) });
-      return finish({ kind: 'completed', message: await adopt(context, message), finishReason: 'stop' }, member.speaker);
+      const answer = await runMember(member, resumeWith && saved.member ? { runId: resumeWith.runId, results: resumeWith.results } : { task: lastUserText(context.history) });
+      return finish({ kind: 'completed', message: await adopt(context, member, answer), finishReason: 'stop' }, member.speaker);
     } catch (error) {
       if (error instanceof MemberHalt) {
         return finish({ kind: 'requires_action', toolCalls: error.toolCalls, from: error.from }, member.speaker, { member: { runId: error.runId, agentId: member.agent.id, callId: null } });
@@ -399,7 +390,7 @@ export function createTeamRunner(deps: TeamRunnerDeps) {
       if (!member) continue;
       const resume = resumeWith && saved.member?.agentId === agentId ? resumeWith : undefined;
       try {
-        const message = await runMember(member, resume ? { runId: resume.runId, results: resume.results } : { task });
+        const { message } = await runMember(member, resume ? { runId: resume.runId, results: resume.results } : { task });
         answers.push({ agentId, text: message ? textOf(message.content) : '' });
       } catch (error) {
         if (error instanceof MemberHalt) {

@@ -96,7 +96,7 @@ describe('the conformance kit against a server off the contract', () => {
       } else if (req.url === '/ready') {
         res
           .writeHead(501, { 'Content-Type': 'application/json', 'X-Request-Id': 'req_1' })
-          .end(JSON.stringify({ error: { code: 'not_implemented', message: 'Not yet.', request_id: 'req_1' } }));
+          .end(JSON.stringify({ error: { code: 'not_implemented', type: 'server_error', message: 'Not yet.', param: null, request_id: 'req_1' } }));
       } else {
         res.writeHead(200, { 'Content-Type': 'text/plain' }).end('whatever you asked for');
       }

@@ -1,0 +1,42 @@
+// A turn as the surfaces use it: start one for the agent or team a request names, and answer it blocking
+// as the fold of its events (the same fold the typed client applies to a stream).
+import { foldTurnStream, type FoldedTurn } from '../../client/turn.ts';
+import { ApiError } from '../errors.ts';
+import type { RunEvent } from './events.ts';
+import type { AgentTurnInput, RunEngine, RunHandle, TeamTurnInput, TurnInput, TurnOptions } from './engine.ts';
+
+export type { FoldedTurn } from '../../client/turn.ts';
+
+/** Starts a turn of the agent or team a route names. */
+export type StartTurn = (input: TurnInput, options: TurnOptions) => Promise<RunHandle>;
+
+export function agentTurn(engine: Pick<RunEngine, 'startAgentTurn'>, agentId: string): StartTurn {
+  return (input, options) => engine.startAgentTurn({ ...input, agentId } satisfies AgentTurnInput, options);
+}
+
+export function teamTurn(runner: { startTeamTurn(input: TeamTurnInput, options: TurnOptions): Promise<RunHandle> }, teamId: string): StartTurn {
+  return (input, options) => runner.startTeamTurn({ ...input, teamId }, options);
+}
+
+/** The turn, blocking: the fold of its events. A client that goes away (`signal`) cancels the run. */
+export async function collectTurn(handle: RunHandle, signal?: AbortSignal, onEvent?: (event: RunEvent) => void): Promise<FoldedTurn> {
+  const onAbort = () => handle.cancel();
+  signal?.addEventListener('abort', onAbort, { once: true });
+  try {
+    return await foldTurnStream(handle.events, onEvent);
+  } finally {
+    signal?.removeEventListener('abort', onAbort);
+  }
+}
+
+/** A failed turn answers the error envelope, naming the run so that its events can be inspected. */
+export function turnFailure(folded: FoldedTurn): ApiError {
+  const error = folded.error ?? { code: 'internal_error' as const, message: 'The run ended without a final event.' };
+  return new ApiError(error.code, error.message, { details: [{ message: `Run ${folded.turn.run_id} failed.`, run_id: folded.turn.run_id }] });
+}
+
+/** The folded turn when it succeeded (completed, cancelled or waiting for tools); its error otherwise. */
+export function succeeded(folded: FoldedTurn): FoldedTurn['turn'] {
+  if (folded.error || !folded.ended) throw turnFailure(folded);
+  return folded.turn;
+}
