@@ -30,7 +30,6 @@ const SPECIAL_V4 = [
 const SPECIAL_V6 = [
   ['::', 128],
   ['::1', 128],
-  ['::ffff:0:0', 96],
   ['64:ff9b::', 96],
   ['100::', 64],
   ['2001:db8::', 32],
@@ -38,6 +37,17 @@ const SPECIAL_V6 = [
   ['fe80::', 10],
   ['ff00::', 8],
 ] as const;
+
+/** The IPv4 address an IPv4-mapped IPv6 address stands for (`::ffff:127.0.0.1` or `::ffff:7f00:1`). */
+function mappedIpv4(address: string): string | undefined {
+  const dotted = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(address)?.[1];
+  if (dotted) return dotted;
+  const hex = /^::ffff:([0-9a-f]{1,4}):([0-9a-f]{1,4})$/i.exec(address);
+  if (!hex) return undefined;
+  const high = parseInt(hex[1]!, 16);
+  const low = parseInt(hex[2]!, 16);
+  return [high >> 8, high & 255, low >> 8, low & 255].join('.');
+}
 
 export class OutboundRefused extends Error {
   readonly code = 'EOUTBOUNDREFUSED';
@@ -79,8 +89,9 @@ export function createOutboundPolicy(options: { allow?: readonly string[] } = {}
     if (family === 0) return false;
     const type = family === 4 ? 'ipv4' : 'ipv6';
     if (allowed.check(address, type)) return true;
-    // An IPv4-mapped IPv6 address is the IPv4 address it maps.
-    const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(address)?.[1];
+    // An IPv4-mapped IPv6 address is the IPv4 address it maps (Node's BlockList would match a mapped range
+    // against every IPv4 address, so the mapping is undone here instead).
+    const mapped = mappedIpv4(address);
     if (mapped) return allowsAddress(mapped);
     return !special.check(address, type);
   }
