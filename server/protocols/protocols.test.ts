@@ -47,20 +47,21 @@ describe('protocol adapters', () => {
       const objects = await dataLines(response);
       expect(objects.map((o) => o.sequence_number)).toEqual(objects.map((_, i) => i));
       const shape = objects.map((o) => `${o.object}:${o.status}${o.object === 'content' ? `:${o.delta}` : ''}`);
+      // Text deltas said while the store was busy arrive joined: one or more of them.
+      const deltas = shape.filter((kind) => kind === 'content:in_progress:true').length;
+      expect(deltas).toBeGreaterThanOrEqual(1);
       expect(shape).toEqual([
         'response:created',
         'response:in_progress',
         'message:in_progress',
-        'content:in_progress:true',
-        'content:in_progress:true',
-        'content:in_progress:true',
+        ...Array(deltas).fill('content:in_progress:true'),
         'content:completed:null',
         'message:completed',
         'response:completed',
       ]);
       const messageId = objects[2]!.id;
-      expect(objects.slice(3, 7).every((o) => o.msg_id === messageId && o.index === 0 && o.type === 'text')).toBe(true);
-      expect(objects.slice(3, 6).map((o) => o.text).join('')).toBe('Describe this image');
+      expect(objects.slice(3, 4 + deltas).every((o) => o.msg_id === messageId && o.index === 0 && o.type === 'text')).toBe(true);
+      expect(objects.slice(3, 3 + deltas).map((o) => o.text).join('')).toBe('Describe this image');
       const final = objects.at(-1)!;
       expect(final).toMatchObject({ object: 'response', status: 'completed', error: null, usage: { input_tokens: expect.any(Number), output_tokens: 3 } });
       expect(final.output).toEqual([

@@ -124,14 +124,31 @@ describe.each(await availableEngines())('the run lifecycle on %s', (engine) => {
       bad.onLost((error) => (lost = error));
       goodOnSink.emit({ type: 'RunResponse', message_id: 'msg_2', delta: 'a' });
       bad.emit({ type: 'RunResponse', message_id: 'msg_x', delta: 'b' });
-      goodOnSink.emit({ type: 'RunResponse', message_id: 'msg_2', delta: 'c' });
-      await sink.flush();
+      goodOnSink.emit({ type: 'RunResponse', message_id: 'msg_2', message: { role: 'assistant', content: 'a' } });
+      await Promise.all([goodOnSink.flush(), bad.flush()]);
       expect(heard.map((event) => event.sequence_number)).toEqual([3, 4]);
       expect((await runs.events(healthy.row.id, 2, 10)).map((event) => event.sequence_number)).toEqual([3, 4]);
       expect(lost).toBeDefined();
       expect(bad.lost).toBe(true);
       expect(bad.lastSequence).toBe(0);
       expect(bad.stamp({ type: 'RunError', status: 'failed', error: { code: 'service_unavailable', message: 'x' } }).sequence_number).toBe(1);
+    });
+
+    it('joins the text deltas of one message said while the store is busy into one event', async () => {
+      const open = await openRun('inst_d');
+      const heard: RunEvent[] = [];
+      open.recorder.subscribe((event) => heard.push(event));
+      for (const word of ['one', ' two', ' three']) open.recorder.emit({ type: 'RunResponse', message_id: 'msg_3', delta: word });
+      open.recorder.emit({ type: 'RunResponse', message_id: 'msg_4', delta: 'other' });
+      open.recorder.emit({ type: 'RunResponse', message_id: 'msg_3', message: { role: 'assistant', content: 'one two three' } });
+      await open.recorder.flush();
+      expect(heard.map((event) => (event.type === 'RunResponse' ? `${event.sequence_number}:${event.delta ?? event.message?.content}` : event.type))).toEqual([
+        '3:one two three',
+        '4:other',
+        '5:one two three',
+      ]);
+      const stored = await createRunStore(database.db).events(open.row.id, 2, 10);
+      expect(stored).toEqual(heard);
     });
   });
 });

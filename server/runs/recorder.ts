@@ -1,84 +1,100 @@
-// A run's events are durable before anyone sees them. A recorder stamps each event with the run's next
-// sequence number; the sink shared by every run stores them in batches (group commit: while one batch
-// is being written the next one gathers, so a thousand token streams make a few writes, not a thousand)
-// and only then hands them to the run's live listeners. So a client never sees an event that a restart
-// could take back, and a stream, a replay and a follower on another server all read the same log.
+// A run's events are durable before anyone sees them. A recorder keeps what its run says; the sink
+// shared by every run takes it, numbers it, stores it in one batch with every other run's (group commit:
+// while one batch is being written the next one gathers) and only then hands it to the run's listeners.
+// So a client never sees an event that a restart could take back, and a stream, a replay and a follower
+// on another server all read the same log.
+//
+// What the store cannot keep up with is coalesced, not queued: text deltas of one message that arrive
+// while the previous batch is being written join into one event. A stream then gets fewer, larger deltas
+// under load instead of falling behind, and the number of rows written per second follows what the store
+// can take rather than how fast models produce tokens.
 import type { Logger } from 'pino';
 import type { RunEvent, RunEventBody } from './events.ts';
 
-const BATCH_LIMIT = 1_000;
+/** The most events one statement stores; the rest wait for the next. */
+const BATCH_LIMIT = 2_000;
 
 export interface EventLog {
   /** Stores events of any runs at once; throws when any of them cannot be stored. */
   appendEvents(events: RunEvent[]): Promise<void>;
 }
 
-interface Pending {
-  recorder: RunRecorder;
-  event: RunEvent;
-}
+type Said = { body: RunEventBody; at: number };
 
 export class EventSink {
   #log: EventLog;
   #logger: Logger;
-  #buffer: Pending[] = [];
+  /** Recorders with something to store, in the order they first had it. */
+  #waiting = new Set<RunRecorder>();
   #writing = false;
-  #added = 0;
-  #done = 0;
-  #waiters: { upTo: number; resolve: () => void }[] = [];
+  /** Batches written so far, and flushes waiting for a batch to be written. */
+  #cycles = 0;
+  #waiters: { cycle: number; resolve: () => void }[] = [];
 
   constructor(log: EventLog, logger: Logger) {
     this.#log = log;
     this.#logger = logger;
   }
 
-  add(recorder: RunRecorder, event: RunEvent): void {
-    this.#buffer.push({ recorder, event });
-    this.#added += 1;
-    if (!this.#writing) {
-      this.#writing = true;
-      // The events emitted in this turn of the event loop go out together.
-      setImmediate(() => void this.#drain());
-    }
+  /** A recorder has something new to store. */
+  schedule(recorder: RunRecorder): void {
+    this.#waiting.add(recorder);
+    if (this.#writing) return;
+    this.#writing = true;
+    // What is said in this turn of the event loop goes out together.
+    setImmediate(() => void this.#drain());
   }
 
-  /** Resolves once every event added so far has been stored and published (or given up as lost). */
+  /** Resolves once everything said so far has been stored and published (or given up as lost). */
   flush(): Promise<void> {
-    if (this.#done >= this.#added) return Promise.resolve();
-    return new Promise((resolve) => this.#waiters.push({ upTo: this.#added, resolve }));
+    if (!this.#writing && this.#waiting.size === 0) return Promise.resolve();
+    // A batch being written took what was said before it; what was said since goes in the one after.
+    const cycle = this.#cycles + (this.#writing ? 2 : 1);
+    return new Promise((resolve) => this.#waiters.push({ cycle, resolve }));
   }
 
   async #drain(): Promise<void> {
     try {
-      while (this.#buffer.length > 0) {
-        const batch = this.#buffer.splice(0, BATCH_LIMIT);
-        await this.#write(batch);
-        this.#done += batch.length;
-        this.#waiters = this.#waiters.filter((waiter) => {
-          if (waiter.upTo > this.#done) return true;
-          waiter.resolve();
-          return false;
-        });
+      while (this.#waiting.size > 0) {
+        const batch: { recorder: RunRecorder; events: RunEvent[] }[] = [];
+        let size = 0;
+        for (const recorder of this.#waiting) {
+          if (size >= BATCH_LIMIT) break;
+          this.#waiting.delete(recorder);
+          const events = recorder.take();
+          if (events.length === 0) continue;
+          batch.push({ recorder, events });
+          size += events.length;
+        }
+        if (batch.length > 0) await this.#write(batch);
+        this.#cycles += 1;
+        this.#release();
       }
     } finally {
       this.#writing = false;
+      this.#cycles += 1;
+      this.#release();
     }
   }
 
+  #release(): void {
+    this.#waiters = this.#waiters.filter((waiter) => {
+      if (waiter.cycle > this.#cycles) return true;
+      waiter.resolve();
+      return false;
+    });
+  }
+
   /** Stores a batch; when that fails, each run's events on their own, so one run's fault loses no other's. */
-  async #write(batch: Pending[]): Promise<void> {
-    const live = batch.filter((item) => !item.recorder.lost);
+  async #write(batch: { recorder: RunRecorder; events: RunEvent[] }[]): Promise<void> {
     try {
-      await this.#log.appendEvents(live.map((item) => item.event));
-      for (const item of live) item.recorder.published(item.event);
+      await this.#log.appendEvents(batch.flatMap((item) => item.events));
+      for (const { recorder, events } of batch) for (const event of events) recorder.published(event);
       return;
     } catch (error) {
-      this.#logger.warn({ err: error, events: live.length }, 'storing a batch of run events failed; storing each run on its own');
+      this.#logger.warn({ err: error, runs: batch.length }, 'storing a batch of run events failed; storing each run on its own');
     }
-    const byRun = new Map<RunRecorder, RunEvent[]>();
-    for (const item of live) byRun.set(item.recorder, [...(byRun.get(item.recorder) ?? []), item.event]);
-    for (const [recorder, events] of byRun) {
-      if (recorder.lost) continue;
+    for (const { recorder, events } of batch) {
       try {
         await this.#log.appendEvents(events);
         for (const event of events) recorder.published(event);
@@ -90,15 +106,35 @@ export class EventSink {
   }
 }
 
+/** Two pieces of text of the same message from the same speaker, which one event can carry. */
+function joinable(previous: RunEventBody, next: RunEventBody): boolean {
+  return (
+    previous.type === 'RunResponse' &&
+    next.type === 'RunResponse' &&
+    previous.delta !== undefined &&
+    previous.message === undefined &&
+    next.delta !== undefined &&
+    next.message === undefined &&
+    previous.message_id === next.message_id &&
+    previous.member_run_id === next.member_run_id &&
+    previous.from?.agent_id === next.from?.agent_id &&
+    previous.from?.name === next.from?.name
+  );
+}
+
 export class RunRecorder {
   readonly runId: string;
   #sequence: number;
   #stored: number;
+  #said: Said[] = [];
   #listeners = new Set<(event: RunEvent) => void>();
   #sink: EventSink;
   #clock: () => number;
   #lost: unknown;
   #onLost: ((error: unknown) => void) | undefined;
+  /** Events taken for storage and not yet stored, and flushes waiting for this run to be stored. */
+  #inFlight = 0;
+  #flushes: (() => void)[] = [];
 
   constructor(sink: EventSink, runId: string, lastSequence: number, clock: () => number) {
     this.runId = runId;
@@ -108,7 +144,7 @@ export class RunRecorder {
     this.#clock = clock;
   }
 
-  /** The number of the last event emitted. */
+  /** The number of the last event numbered (taken for storage). */
   get lastSequence(): number {
     return this.#sequence;
   }
@@ -133,25 +169,51 @@ export class RunRecorder {
     this.#onLost = handler;
   }
 
-  /** Numbers an event and queues it for storage; listeners hear it once it is stored. */
-  emit(body: RunEventBody): RunEvent {
-    // A run whose events cannot be stored is stopping: what it still says is dropped, unnumbered.
-    if (this.lost) return { ...body, run_id: this.runId, sequence_number: this.#stored, created_at: new Date(this.#clock()).toISOString() } as RunEvent;
-    const event = this.stamp(body);
-    this.#sink.add(this, event);
-    return event;
+  /** Keeps what the run says, to be numbered and stored with the next batch; listeners hear it then. */
+  emit(body: RunEventBody): void {
+    // A run whose events cannot be stored is stopping: what it still says is dropped.
+    if (this.lost) return;
+    const last = this.#said.at(-1);
+    if (last && joinable(last.body, body)) {
+      last.body = { ...last.body, delta: `${(last.body as { delta: string }).delta}${(body as { delta: string }).delta}` } as RunEventBody;
+      return;
+    }
+    this.#said.push({ body, at: this.#clock() });
+    if (this.#said.length === 1) this.#sink.schedule(this);
   }
 
-  /** Numbers an event without queueing it: the run's last event, which its ending stores itself. */
+  /** What was said since the last batch, numbered: the sink's part. */
+  take(): RunEvent[] {
+    const said = this.#said;
+    this.#said = [];
+    if (this.lost) return [];
+    this.#inFlight += said.length;
+    return said.map(({ body, at }) => this.#number(body, at));
+  }
+
+  /** Numbers an event at once, outside any batch: the run's last event, which its ending stores itself. */
   stamp(body: RunEventBody): RunEvent {
+    return this.#number(body, this.#clock());
+  }
+
+  #number(body: RunEventBody, at: number): RunEvent {
     this.#sequence += 1;
-    return { ...body, run_id: this.runId, sequence_number: this.#sequence, created_at: new Date(this.#clock()).toISOString() } as RunEvent;
+    return { ...body, run_id: this.runId, sequence_number: this.#sequence, created_at: new Date(at).toISOString() } as RunEvent;
   }
 
   /** Hands a stored event to the listeners. */
   published(event: RunEvent): void {
     this.#stored = event.sequence_number;
+    if (this.#inFlight > 0) this.#inFlight -= 1;
     for (const listener of this.#listeners) listener(event);
+    this.#settle();
+  }
+
+  #settle(): void {
+    if (this.#said.length > 0 || this.#inFlight > 0) return;
+    const flushes = this.#flushes;
+    this.#flushes = [];
+    for (const resolve of flushes) resolve();
   }
 
   /**
@@ -161,12 +223,16 @@ export class RunRecorder {
   lose(error: unknown): void {
     if (this.#lost !== undefined) return;
     this.#lost = error;
+    this.#said = [];
+    this.#inFlight = 0;
     this.#sequence = this.#stored;
     this.#onLost?.(error);
+    this.#settle();
   }
 
-  /** Stores this run's events (and any other run's buffered with them). */
+  /** Resolves once everything this run has said is stored and published (or given up as lost). */
   flush(): Promise<void> {
-    return this.#sink.flush();
+    if (this.#said.length === 0 && this.#inFlight === 0) return Promise.resolve();
+    return new Promise((resolve) => this.#flushes.push(resolve));
   }
 }

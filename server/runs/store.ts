@@ -31,7 +31,8 @@ export interface RunRow {
 }
 
 const COLUMNS =
-  'id, user_id, session_id, agent_id, team_id, parent_run_id, status, model, usage, error, required_action, state, last_sequence_number, created_at, updated_at, completed_at';
+  'id, user_id, session_id, agent_id, team_id, parent_run_id, status, model, usage, error, required_action, state, created_at, updated_at, completed_at, ' +
+  '(SELECT coalesce(max(e.sequence_number), 0) FROM run_events e WHERE e.run_id = runs.id) AS last_sequence_number';
 
 export function toRun(row: RunRow): Run {
   return {
@@ -133,20 +134,12 @@ export function createRunStore(db: Queryable) {
       );
     },
 
-    /** Stores events of any runs in one statement and moves each run's last sequence number. */
+    /** Stores events of any runs in one statement. */
     async appendEvents(events: RunEvent[]): Promise<void> {
       if (events.length === 0) return;
       await db.query(
-        `WITH batch AS (
-           SELECT e.value->>'run_id' AS run_id, (e.value->>'sequence_number')::int AS sequence_number, e.value->>'type' AS type, e.value AS payload
-           FROM jsonb_array_elements($1::jsonb) AS e
-         ),
-         stored AS (
-           INSERT INTO run_events (run_id, sequence_number, type, payload) SELECT run_id, sequence_number, type, payload FROM batch
-         )
-         UPDATE runs SET last_sequence_number = GREATEST(runs.last_sequence_number, latest.sequence_number), updated_at = now()
-         FROM (SELECT run_id, max(sequence_number) AS sequence_number FROM batch GROUP BY run_id) AS latest
-         WHERE runs.id = latest.run_id`,
+        `INSERT INTO run_events (run_id, sequence_number, type, payload)
+         SELECT e.value->>'run_id', (e.value->>'sequence_number')::int, e.value->>'type', e.value FROM jsonb_array_elements($1::jsonb) AS e`,
         [JSON.stringify(events)],
       );
     },
