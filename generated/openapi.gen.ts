@@ -585,6 +585,40 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/agents/{agentId}/ag-ui": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The agent's id. */
+                agentId: components["parameters"]["AgentId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Run an agent over the AG-UI protocol
+         * @description Accepts AG-UI's `RunAgentInput` and streams AG-UI 1.0 events (`data:` lines) for one turn of the
+         *     agent, a projection of the run's events: `RUN_STARTED` (echoing `threadId` and `runId`; our run and
+         *     session ids in `metadata`), `TEXT_MESSAGE_START` / `CONTENT` / `END` for what it says,
+         *     `TOOL_CALL_START` / `ARGS` / `END` and `TOOL_CALL_RESULT` for the tools it runs itself,
+         *     `STEP_STARTED` / `STEP_FINISHED` and `SUBAGENT_STARTED` / `SUBAGENT_FINISHED` around a team member's
+         *     own work (whose events carry `subagentRunId`), and one `RUN_FINISHED` (with `usage`) or
+         *     `RUN_ERROR`. `threadId` names the conversation (a session of this agent); `messages` is the
+         *     client's whole history, of which what the session already holds is skipped; `tools` are
+         *     client-side tools; `context` and a non-empty `state` reach the model as context. A call to a
+         *     client-side tool ends the run with outcome `success` and `pendingToolCallIds`, as AG-UI 1.0 asks:
+         *     the client runs the tool and starts the next run with the tool message, and the same run goes on.
+         *     A `resume` is answered with `RUN_ERROR` unless the thread has interrupts to resume.
+         */
+        post: operations["runAgentWithAgUi"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/sessions": {
         parameters: {
             query?: never;
@@ -832,6 +866,40 @@ export interface paths {
          * @description As `respondWithAgent`, for a team.
          */
         post: operations["respondWithTeam"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/teams/{teamId}/ag-ui": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The team's id. */
+                teamId: components["parameters"]["TeamId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Run a team over the AG-UI protocol
+         * @description Accepts AG-UI's `RunAgentInput` and streams AG-UI 1.0 events (`data:` lines) for one turn of the
+         *     team, a projection of the run's events: `RUN_STARTED` (echoing `threadId` and `runId`; our run and
+         *     session ids in `metadata`), `TEXT_MESSAGE_START` / `CONTENT` / `END` for what it says,
+         *     `TOOL_CALL_START` / `ARGS` / `END` and `TOOL_CALL_RESULT` for the tools it runs itself,
+         *     `STEP_STARTED` / `STEP_FINISHED` and `SUBAGENT_STARTED` / `SUBAGENT_FINISHED` around a team member's
+         *     own work (whose events carry `subagentRunId`), and one `RUN_FINISHED` (with `usage`) or
+         *     `RUN_ERROR`. `threadId` names the conversation (a session of this team); `messages` is the
+         *     client's whole history, of which what the session already holds is skipped; `tools` are
+         *     client-side tools; `context` and a non-empty `state` reach the model as context. A call to a
+         *     client-side tool ends the run with outcome `success` and `pendingToolCallIds`, as AG-UI 1.0 asks:
+         *     the client runs the tool and starts the next run with the tool message, and the same run goes on.
+         *     A `resume` is answered with `RUN_ERROR` unless the thread has interrupts to resume.
+         */
+        post: operations["runTeamWithAgUi"];
         delete?: never;
         options?: never;
         head?: never;
@@ -2515,6 +2583,283 @@ export interface components {
             metadata: {
                 [key: string]: unknown;
             } | null;
+        };
+        /** @description The run started; `threadId` and `runId` echo the input. */
+        AgUiRunStarted: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "RUN_STARTED";
+            /** @description Milliseconds since the epoch. */
+            timestamp: number;
+            threadId: string;
+            runId: string;
+            parentRunId?: string;
+            /** @description This server's ids of the run (`run_id`) and the conversation (`session_id`). */
+            metadata?: {
+                run_id: components["schemas"]["ResourceId"];
+                session_id: components["schemas"]["ResourceId"];
+            };
+        };
+        /** @description The run ended: `success` (with `pendingToolCallIds` when client-side tools are to run), `interrupt`, or `cancelled`. */
+        AgUiRunFinished: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "RUN_FINISHED";
+            /** @description Milliseconds since the epoch. */
+            timestamp: number;
+            threadId: string;
+            runId: string;
+            outcome: components["schemas"]["AgUiRunOutcome"];
+            usage?: components["schemas"]["AgUiTokenUsage"][];
+        };
+        /** @description The run failed. Terminal. */
+        AgUiRunError: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "RUN_ERROR";
+            /** @description Milliseconds since the epoch. */
+            timestamp: number;
+            message: string;
+            code?: string;
+            usage?: components["schemas"]["AgUiTokenUsage"][];
+        };
+        /** @description A team member begins its part. */
+        AgUiStepStarted: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "STEP_STARTED";
+            /** @description Milliseconds since the epoch. */
+            timestamp: number;
+            stepName: string;
+        };
+        /** @description A team member's part ended. */
+        AgUiStepFinished: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "STEP_FINISHED";
+            /** @description Milliseconds since the epoch. */
+            timestamp: number;
+            stepName: string;
+        };
+        /** @description A team member's run begins; its events carry its `subagentRunId`. */
+        AgUiSubagentStarted: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "SUBAGENT_STARTED";
+            /** @description Milliseconds since the epoch. */
+            timestamp: number;
+            subagentRunId: components["schemas"]["ResourceId"];
+            name: string;
+            parentToolCallId?: string;
+        };
+        /** @description A team member's run is over. */
+        AgUiSubagentFinished: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "SUBAGENT_FINISHED";
+            /** @description Milliseconds since the epoch. */
+            timestamp: number;
+            subagentRunId: components["schemas"]["ResourceId"];
+            outcome?: {
+                /** @enum {string} */
+                type: "success" | "suspended";
+            };
+        };
+        /** @description A message begins. */
+        AgUiTextMessageStart: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "TEXT_MESSAGE_START";
+            /** @description Milliseconds since the epoch. */
+            timestamp: number;
+            messageId: string;
+            /** @constant */
+            role: "assistant";
+            name?: string;
+            /** @description The team member run this event belongs to. */
+            subagentRunId?: string;
+        };
+        /** @description A piece of the message's text. */
+        AgUiTextMessageContent: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "TEXT_MESSAGE_CONTENT";
+            /** @description Milliseconds since the epoch. */
+            timestamp: number;
+            messageId: string;
+            delta: string;
+            /** @description The team member run this event belongs to. */
+            subagentRunId?: string;
+        };
+        /** @description The message is complete. */
+        AgUiTextMessageEnd: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "TEXT_MESSAGE_END";
+            /** @description Milliseconds since the epoch. */
+            timestamp: number;
+            messageId: string;
+            /** @description The team member run this event belongs to. */
+            subagentRunId?: string;
+        };
+        /** @description A tool call begins, in the assistant message `parentMessageId`. */
+        AgUiToolCallStart: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "TOOL_CALL_START";
+            /** @description Milliseconds since the epoch. */
+            timestamp: number;
+            toolCallId: string;
+            toolCallName: string;
+            parentMessageId?: string;
+            /** @description The team member run this event belongs to. */
+            subagentRunId?: string;
+        };
+        /** @description The call's arguments (JSON text). */
+        AgUiToolCallArgs: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "TOOL_CALL_ARGS";
+            /** @description Milliseconds since the epoch. */
+            timestamp: number;
+            toolCallId: string;
+            delta: string;
+            /** @description The team member run this event belongs to. */
+            subagentRunId?: string;
+        };
+        /** @description The call is complete. */
+        AgUiToolCallEnd: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "TOOL_CALL_END";
+            /** @description Milliseconds since the epoch. */
+            timestamp: number;
+            toolCallId: string;
+            /** @description The team member run this event belongs to. */
+            subagentRunId?: string;
+        };
+        /** @description A tool this server ran answered. */
+        AgUiToolCallResult: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "TOOL_CALL_RESULT";
+            /** @description Milliseconds since the epoch. */
+            timestamp: number;
+            messageId: string;
+            toolCallId: string;
+            content: string;
+            /** @constant */
+            role: "tool";
+            /** @description The team member run this event belongs to. */
+            subagentRunId?: string;
+        };
+        AgUiRunOutcome: {
+            /** @constant */
+            type: "success";
+            pendingToolCallIds?: string[];
+        } | {
+            /** @constant */
+            type: "interrupt";
+            interrupts: components["schemas"]["AgUiInterrupt"][];
+        } | {
+            /** @constant */
+            type: "cancelled";
+        };
+        AgUiInterrupt: {
+            id: string;
+            reason: string;
+            message?: string;
+            toolCallId?: string;
+            responseSchema?: Record<string, never>;
+            subagentRunId?: string;
+        };
+        AgUiTokenUsage: {
+            model?: string;
+            inputTokens: number;
+            outputTokens: number;
+            totalTokens: number;
+        };
+        /** @description One AG-UI event, a `data:` line of the stream, told apart by `type`. */
+        AgUiEvent: components["schemas"]["AgUiRunStarted"] | components["schemas"]["AgUiRunFinished"] | components["schemas"]["AgUiRunError"] | components["schemas"]["AgUiStepStarted"] | components["schemas"]["AgUiStepFinished"] | components["schemas"]["AgUiSubagentStarted"] | components["schemas"]["AgUiSubagentFinished"] | components["schemas"]["AgUiTextMessageStart"] | components["schemas"]["AgUiTextMessageContent"] | components["schemas"]["AgUiTextMessageEnd"] | components["schemas"]["AgUiToolCallStart"] | components["schemas"]["AgUiToolCallArgs"] | components["schemas"]["AgUiToolCallEnd"] | components["schemas"]["AgUiToolCallResult"];
+        AgUiToolCall: {
+            id: string;
+            /** @constant */
+            type: "function";
+            function: {
+                name: string;
+                arguments: string;
+            };
+        };
+        /**
+         * @description A message of AG-UI's history. `content` is text or, for `user` and `tool`, parts (`text`, and
+         *     `image` / `audio` / `document` with a `source` of type `data` (base64 and `mimeType`) or `url`).
+         *     `activity` and `reasoning` messages are the front end's own and are skipped.
+         */
+        AgUiMessage: {
+            id: string;
+            /** @enum {string} */
+            role: "developer" | "system" | "user" | "assistant" | "tool" | "activity" | "reasoning";
+            content?: unknown;
+            name?: string;
+            toolCalls?: components["schemas"]["AgUiToolCall"][];
+            toolCallId?: string;
+            error?: string;
+        };
+        AgUiTool: {
+            name: string;
+            description: string;
+            parameters?: Record<string, never>;
+        };
+        AgUiContext: {
+            description: string;
+            value: string;
+        };
+        AgUiResumeEntry: {
+            interruptId: string;
+            /** @enum {string} */
+            status: "resolved" | "cancelled";
+            payload?: unknown;
+        };
+        /** @description AG-UI's `RunAgentInput`. Fields this server does not use (`forwardedProps`) are accepted; unknown ones are ignored, as AG-UI's own schemas do. */
+        AgUiRunAgentInput: {
+            threadId: string;
+            runId: string;
+            parentRunId?: string;
+            protocolVersion?: string;
+            state?: unknown;
+            messages: components["schemas"]["AgUiMessage"][];
+            tools?: components["schemas"]["AgUiTool"][];
+            context?: components["schemas"]["AgUiContext"][];
+            forwardedProps?: unknown;
+            resume?: components["schemas"]["AgUiResumeEntry"][];
         };
     };
     responses: {
@@ -4203,6 +4548,41 @@ export interface operations {
             default: components["responses"]["Error"];
         };
     };
+    runAgentWithAgUi: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The agent's id. */
+                agentId: components["parameters"]["AgentId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["AgUiRunAgentInput"];
+            };
+        };
+        responses: {
+            /** @description The run's AG-UI events. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/event-stream": components["schemas"]["AgUiEvent"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            402: components["responses"]["PaymentRequired"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            default: components["responses"]["Error"];
+        };
+    };
     listSessions: {
         parameters: {
             query?: {
@@ -4751,6 +5131,41 @@ export interface operations {
             500: components["responses"]["InternalError"];
             502: components["responses"]["BadGateway"];
             504: components["responses"]["GatewayTimeout"];
+            default: components["responses"]["Error"];
+        };
+    };
+    runTeamWithAgUi: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The team's id. */
+                teamId: components["parameters"]["TeamId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["AgUiRunAgentInput"];
+            };
+        };
+        responses: {
+            /** @description The run's AG-UI events. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/event-stream": components["schemas"]["AgUiEvent"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            402: components["responses"]["PaymentRequired"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
             default: components["responses"]["Error"];
         };
     };

@@ -27,6 +27,7 @@ export type SecuredOperationId =
   | 'chatWithAgent'
   | 'processAgentRequest'
   | 'respondWithAgent'
+  | 'runAgentWithAgUi'
   | 'listSessions'
   | 'getSession'
   | 'deleteSession'
@@ -41,6 +42,7 @@ export type SecuredOperationId =
   | 'chatWithTeam'
   | 'processTeamRequest'
   | 'respondWithTeam'
+  | 'runTeamWithAgUi'
   | 'listKnowledgeDocuments'
   | 'createKnowledgeDocument'
   | 'getKnowledgeDocument'
@@ -162,6 +164,8 @@ export interface Handlers<Auth, Ctx = object> {
   processAgentRequest: Handler<'processAgentRequest', 200, Auth, Ctx>;
   /** POST /v1/agents/{agentId}/respond: Run one agent turn over the Connexity agent contract */
   respondWithAgent: Handler<'respondWithAgent', 200, Auth, Ctx>;
+  /** POST /v1/agents/{agentId}/ag-ui: Run an agent over the AG-UI protocol */
+  runAgentWithAgUi: Handler<'runAgentWithAgUi', 200, Auth, Ctx>;
   /** GET /v1/sessions: List sessions */
   listSessions: Handler<'listSessions', 200, Auth, Ctx>;
   /** GET /v1/sessions/{sessionId}: Get a session */
@@ -190,6 +194,8 @@ export interface Handlers<Auth, Ctx = object> {
   processTeamRequest: Handler<'processTeamRequest', 200, Auth, Ctx>;
   /** POST /v1/teams/{teamId}/respond: Run one team turn over the Connexity agent contract */
   respondWithTeam: Handler<'respondWithTeam', 200, Auth, Ctx>;
+  /** POST /v1/teams/{teamId}/ag-ui: Run a team over the AG-UI protocol */
+  runTeamWithAgUi: Handler<'runTeamWithAgUi', 200, Auth, Ctx>;
   /** GET /v1/knowledge/documents: List documents */
   listKnowledgeDocuments: Handler<'listKnowledgeDocuments', 200, Auth, Ctx>;
   /** POST /v1/knowledge/documents: Add a document */
@@ -259,6 +265,7 @@ export const routes: readonly RouteSpec[] = [
   { operationId: 'chatWithAgent', method: 'post', path: '/v1/agents/{agentId}/chat', expressPath: '/v1/agents/:agentId/chat', secured: true, handlerStatuses: [200], responseContent: {"200":["application/json","text/event-stream"]}, requestContentTypes: ["application/json"], idempotent: true },
   { operationId: 'processAgentRequest', method: 'post', path: '/v1/agents/{agentId}/process', expressPath: '/v1/agents/:agentId/process', secured: true, handlerStatuses: [200], responseContent: {"200":["application/json","text/event-stream"]}, requestContentTypes: ["application/json"], idempotent: true },
   { operationId: 'respondWithAgent', method: 'post', path: '/v1/agents/{agentId}/respond', expressPath: '/v1/agents/:agentId/respond', secured: true, handlerStatuses: [200], responseContent: {"200":["application/json"]}, requestContentTypes: ["application/json"], idempotent: true },
+  { operationId: 'runAgentWithAgUi', method: 'post', path: '/v1/agents/{agentId}/ag-ui', expressPath: '/v1/agents/:agentId/ag-ui', secured: true, handlerStatuses: [200], responseContent: {"200":["text/event-stream"]}, requestContentTypes: ["application/json"] },
   { operationId: 'listSessions', method: 'get', path: '/v1/sessions', expressPath: '/v1/sessions', secured: true, handlerStatuses: [200], responseContent: {"200":["application/json"]}, requestContentTypes: [] },
   { operationId: 'getSession', method: 'get', path: '/v1/sessions/{sessionId}', expressPath: '/v1/sessions/:sessionId', secured: true, handlerStatuses: [200], responseContent: {"200":["application/json"]}, requestContentTypes: [] },
   { operationId: 'deleteSession', method: 'delete', path: '/v1/sessions/{sessionId}', expressPath: '/v1/sessions/:sessionId', secured: true, handlerStatuses: [204], responseContent: {"204":[]}, requestContentTypes: [] },
@@ -273,6 +280,7 @@ export const routes: readonly RouteSpec[] = [
   { operationId: 'chatWithTeam', method: 'post', path: '/v1/teams/{teamId}/chat', expressPath: '/v1/teams/:teamId/chat', secured: true, handlerStatuses: [200], responseContent: {"200":["application/json","text/event-stream"]}, requestContentTypes: ["application/json"], idempotent: true },
   { operationId: 'processTeamRequest', method: 'post', path: '/v1/teams/{teamId}/process', expressPath: '/v1/teams/:teamId/process', secured: true, handlerStatuses: [200], responseContent: {"200":["application/json","text/event-stream"]}, requestContentTypes: ["application/json"], idempotent: true },
   { operationId: 'respondWithTeam', method: 'post', path: '/v1/teams/{teamId}/respond', expressPath: '/v1/teams/:teamId/respond', secured: true, handlerStatuses: [200], responseContent: {"200":["application/json"]}, requestContentTypes: ["application/json"], idempotent: true },
+  { operationId: 'runTeamWithAgUi', method: 'post', path: '/v1/teams/{teamId}/ag-ui', expressPath: '/v1/teams/:teamId/ag-ui', secured: true, handlerStatuses: [200], responseContent: {"200":["text/event-stream"]}, requestContentTypes: ["application/json"] },
   { operationId: 'listKnowledgeDocuments', method: 'get', path: '/v1/knowledge/documents', expressPath: '/v1/knowledge/documents', secured: true, handlerStatuses: [200], responseContent: {"200":["application/json"]}, requestContentTypes: [] },
   { operationId: 'createKnowledgeDocument', method: 'post', path: '/v1/knowledge/documents', expressPath: '/v1/knowledge/documents', secured: true, handlerStatuses: [200, 201, 202], responseContent: {"200":["application/json"],"201":["application/json"],"202":["application/json"]}, requestContentTypes: ["application/json","multipart/form-data"], idempotent: true },
   { operationId: 'getKnowledgeDocument', method: 'get', path: '/v1/knowledge/documents/{documentId}', expressPath: '/v1/knowledge/documents/:documentId', secured: true, handlerStatuses: [200], responseContent: {"200":["application/json"]}, requestContentTypes: [] },

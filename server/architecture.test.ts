@@ -64,6 +64,7 @@ const HANDLER_FILES: Record<string, string> = {
   Billing: 'server/billing/handlers.ts',
   AgentScope: 'server/protocols/handlers.ts',
   Connexity: 'server/protocols/handlers.ts',
+  'AG-UI': 'server/protocols/handlers.ts',
 };
 
 describe('the shape of the code', () => {

@@ -21,6 +21,8 @@ const RUN_OPERATIONS: readonly OperationId[] = [
   'processTeamRequest',
   'respondWithAgent',
   'respondWithTeam',
+  'runAgentWithAgUi',
+  'runTeamWithAgUi',
 ];
 /** A run calls models too, so it spends tokens as well as a run. */
 const MODEL_OPERATIONS: readonly OperationId[] = ['createChatCompletion', 'createCompletion', 'createEmbedding', ...RUN_OPERATIONS];

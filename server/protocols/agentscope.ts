@@ -121,16 +121,6 @@ export async function toChatMessages(input: AgentScopeInputMessage[], audio: Aud
   return messages;
 }
 
-/**
- * What is new in an input that echoes a stored session's history: the messages after the agent's last
- * one, without tool results the session already holds.
- */
-export function newMessages(messages: ChatMessage[], history: ChatMessage[]): ChatMessage[] {
-  const lastAgentMessage = messages.findLastIndex((message) => message.role === 'assistant');
-  const answered = new Set(history.flatMap((message) => (message.role === 'tool' ? [message.tool_call_id] : [])));
-  return messages.slice(lastAgentMessage + 1).filter((message) => message.role !== 'tool' || !answered.has(message.tool_call_id));
-}
-
 export function toFunctionTools(tools: AgentScopeRequest['tools']): FunctionTool[] {
   return (tools ?? []).flatMap((tool) =>
     tool.function

@@ -1,11 +1,11 @@
 // A `/process` call (AgentScope) is a turn of the agent or team, projected onto the protocol's objects.
 import { randomUUID } from 'node:crypto';
 import { ApiError } from '../errors.ts';
-import type { Conversation } from '../runs/engine.ts';
 import type { Caller } from '../runs/tools.ts';
 import type { StartTurn } from '../runs/turns.ts';
 import type { SessionStore, SessionTarget } from '../sessions/store.ts';
 import * as agentscope from './agentscope.ts';
+import { namedConversation } from './threads.ts';
 
 export interface ProcessDeps {
   chatSessions: SessionStore;
@@ -33,11 +33,8 @@ export async function processTurn(
   }
   // An empty session_id names no session, as an absent one does; stored, it would clash with the next.
   const sessionName = body.session_id || undefined;
-  const named = sessionName ? await deps.chatSessions.findNamed(caller.userId, target, sessionName) : undefined;
-  let messages = await agentscope.toChatMessages(body.input, deps.audio);
   // The reference client echoes earlier output back; a stored session already holds it.
-  if (named) messages = agentscope.newMessages(messages, await deps.chatSessions.messages(named.id));
-  const conversation: Conversation = named ? { sessionId: named.id, messages } : { externalId: sessionName, messages };
+  const conversation = await namedConversation(deps.chatSessions, caller.userId, target, sessionName, await agentscope.toChatMessages(body.input, deps.audio));
   const handle = await start(
     { ...caller, conversation, tools: agentscope.toFunctionTools(body.tools), modelSettings: agentscope.toModelSettings(body) },
     { resumable: false },

@@ -64,6 +64,13 @@ export interface TurnInput {
   clientTools?: boolean;
   modelSettings?: ModelSettings | undefined;
   metadata?: Record<string, string> | undefined;
+  /** What the client tells the model for this turn only (a protocol's context), after the agent's own instructions. */
+  instructions?: string | undefined;
+}
+
+/** An agent's instructions with a turn's own after them. */
+export function withTurnInstructions(own: string | null, input: Pick<TurnInput, 'instructions'>): string | null {
+  return [own, input.instructions].filter(Boolean).join('\n\n') || null;
 }
 
 export interface AgentTurnInput extends TurnInput {
@@ -319,7 +326,7 @@ export function createRunEngine(deps: EngineDeps): RunEngine {
         execute: async (context) => {
           const spec: LoopSpec = {
             model: agent.model,
-            instructions: agent.instructions,
+            instructions: withTurnInstructions(agent.instructions, input),
             settings: { ...agent.model_settings, ...input.modelSettings },
             clientTools: input.clientTools === false ? [] : clientTools,
             serverTools: deps.serverTools(agent, input, () => context.io.signal),

@@ -291,7 +291,7 @@ export function createTeamRunner(deps: TeamRunnerDeps) {
     const own = plan.memberLeader ? plan.memberLeader.agent.instructions : (plan.team.instructions ?? 'You lead a team of agents.');
     return {
       model: plan.team.leader.model,
-      instructions: [own, extraInstructions].filter(Boolean).join('\n\n'),
+      instructions: [own, extraInstructions, plan.input.instructions].filter(Boolean).join('\n\n'),
       settings: { ...(plan.memberLeader?.agent.model_settings ?? {}), ...plan.input.modelSettings },
       maxSteps: plan.team.max_steps,
       speaker: plan.leaderSpeaker,
