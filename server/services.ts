@@ -21,6 +21,7 @@ import { createTeamRunner, type TeamRunner } from './teams/runner.ts';
 import { createTeamStore, type TeamStore } from './teams/teams.ts';
 import type { KnowledgeSearcher } from './tools/registry.ts';
 import { createKnowledge, type Knowledge } from './knowledge/service.ts';
+import { createJobs, type Jobs } from './jobs/jobs.ts';
 import type { Authenticator } from './http/auth.ts';
 import { createIdempotencyStore, type IdempotencyStore } from './http/idempotency.ts';
 import { createApiKeyStore, type ApiKeyStore } from './identity/api-keys.ts';
@@ -84,6 +85,8 @@ export interface Services {
   metrics: Metrics;
   /** The kept answers of requests with an Idempotency-Key. */
   idempotency: IdempotencyStore;
+  /** Durable background jobs (pg-boss): register a kind, enqueue jobs of it; they survive this process. */
+  jobs: Jobs;
   databaseReady(): Promise<boolean>;
   close(): Promise<void>;
 }
@@ -95,17 +98,20 @@ export interface ServiceOverrides {
   mailer?: Mailer;
 }
 
-export async function openDatabase(config: Config): Promise<Db> {
+export async function openDatabase(config: Config, logger?: Logger): Promise<Db> {
   return config.databaseUrl
-    ? openPostgres(config.databaseUrl)
+    ? openPostgres(config.databaseUrl, { onListenerError: (error) => logger?.warn({ err: error }, 'the database listener failed; reconnecting') })
     : openPglite({ dataDir: path.join(config.dataDir, 'pglite') });
 }
 
 export async function createServices(config: Config, overrides: ServiceOverrides = {}): Promise<Services> {
   const logger = overrides.logger ?? createLogger(config.logLevel);
   const clock = overrides.clock ?? Date.now;
-  const db = overrides.db ?? (await openDatabase(config));
+  const db = overrides.db ?? (await openDatabase(config, logger));
   await migrate(db);
+  const instanceId = newInstanceId();
+  const jobs = createJobs({ db, logger, instanceId });
+  await jobs.start();
   const redis = config.redisUrl ? new Redis(config.redisUrl, { maxRetriesPerRequest: 2, enableOfflineQueue: true }) : undefined;
   const limiter = createRateLimiter({ ...(redis ? { redis } : {}), keyPrefix: `${config.redisKeyPrefix}:rl` });
   const mailer = overrides.mailer ?? createMailer({ smtpUrl: config.smtpUrl, from: config.mailFrom, logger });
@@ -144,7 +150,6 @@ export async function createServices(config: Config, overrides: ServiceOverrides
     search: async (userId, { collections, ...request }, call) =>
       (await knowledge.search(userId, { ...request, collections: collections?.length ? collections : undefined }, call)).results,
   };
-  const instanceId = newInstanceId();
   const runLifecycle = createRunLifecycle({ db, runs, sink: new EventSink(runs, logger), clock, logger, metrics, owner: instanceId });
   const serverTools = createServerTools({ clock, knowledge: knowledgeSearcher });
   const engine = createRunEngine({
@@ -222,12 +227,14 @@ export async function createServices(config: Config, overrides: ServiceOverrides
     knowledge,
     metrics,
     idempotency: createIdempotencyStore(db, { clock, ttlSeconds: config.idempotencyTtlSeconds }),
+    jobs,
     async databaseReady() {
       await db.query('SELECT 1');
       return true;
     },
     async close() {
       await engine.stop();
+      await jobs.stop(config.shutdownTimeoutMs);
       await knowledge.close();
       mailer.close();
       redis?.disconnect();

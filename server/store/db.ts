@@ -1,5 +1,6 @@
 // One small interface over PGlite (embedded) and PostgreSQL (node-postgres), so that repositories run
 // the same SQL on both. Parameters are `$1, $2, …`; int8 and numeric come back as numbers on both.
+import type { PGlite } from '@electric-sql/pglite';
 
 export type SqlValue = string | number | boolean | null | Date | Buffer | Uint8Array | object;
 
@@ -17,6 +18,14 @@ export interface Db extends Queryable {
   transaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T>;
   /** Runs `fn` while holding a session-level advisory lock, on one connection. */
   withAdvisoryLock<T>(key: string, fn: (conn: Db) => Promise<T>): Promise<T>;
+  /**
+   * LISTEN: calls `handler` with the payload of every notification on `channel` (sent by `pg_notify`,
+   * delivered once the sending transaction commits). `onReconnect` runs when the listening connection
+   * was lost and is back: notifications sent meanwhile are lost. Resolves, listening, to an unlisten.
+   */
+  listen(channel: string, handler: (payload: string) => void, onReconnect?: () => void): Promise<() => Promise<void>>;
+  /** How a library that brings its own driver reaches this database (the job queue). */
+  readonly native: { engine: 'pglite'; pglite: PGlite } | { engine: 'postgres'; connectionString: string };
   close(): Promise<void>;
 }
 

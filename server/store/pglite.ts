@@ -100,6 +100,14 @@ export async function openPglite(options: PgliteOptions = {}): Promise<PgliteDb>
       lockChain = run.catch(() => undefined);
       return run;
     },
+    // In-process: the one session both notifies and hears, so nothing can be lost to a reconnect.
+    async listen(channel, handler) {
+      const unlisten = await pg.listen(channel, handler);
+      return async () => {
+        if (!pg.closed) await unlisten();
+      };
+    },
+    native: { engine: 'pglite', pglite: pg },
     async close() {
       if (!pg.closed) await pg.close();
       unlock();

@@ -2,9 +2,12 @@
 // the local PostgreSQL. Each test file gets its own, so no state is shared between files.
 import { createHash, randomBytes } from 'node:crypto';
 import { existsSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
+import { installJobs } from '../jobs/jobs.ts';
+import { createLogger } from '../logger.ts';
 import type { Db } from '../store/db.ts';
 import { listMigrations, migrate } from '../store/migrate.ts';
 import { openPglite } from '../store/pglite.ts';
@@ -33,20 +36,28 @@ export async function availableEngines(): Promise<Engine[]> {
   return ['pglite'];
 }
 
-function templatePath(): string {
+/** What a fresh database holds: our migrations and the job queue's schema, of this version. */
+function schemaHash(): string {
   const hash = createHash('sha256');
   for (const migration of listMigrations()) hash.update(migration.version).update(migration.sql);
-  return path.join(tmpdir(), `open-agent-api-pglite-${hash.digest('hex').slice(0, 16)}.tar`);
+  hash.update(JSON.parse(readFileSync(createRequire(import.meta.url).resolve('pg-boss/package.json'), 'utf8')).version);
+  return hash.digest('hex').slice(0, 16);
 }
 
-/** A migrated PGlite in memory. The first call per migration set builds a template; later ones load it. */
+/** Migrations, then the job queue's tables, as a server's start would make them. */
+async function prepare(db: Db): Promise<void> {
+  await migrate(db);
+  await installJobs(db, createLogger('silent'));
+}
+
+/** A migrated PGlite in memory. The first call per schema builds a template; later ones load it. */
 export async function createPgliteDatabase(): Promise<Db> {
-  const template = templatePath();
+  const template = path.join(tmpdir(), `open-agent-api-pglite-${schemaHash()}.tar`);
   if (existsSync(template)) {
     return openPglite({ loadDataDir: new Blob([readFileSync(template)]) });
   }
   const db = await openPglite();
-  await migrate(db);
+  await prepare(db);
   const dump = new Uint8Array(await (await db.dump()).arrayBuffer());
   const partial = `${template}.${process.pid}.tmp`;
   writeFileSync(partial, dump);
@@ -69,15 +80,18 @@ export async function createTestDatabase(engine: Engine): Promise<TestDatabase> 
   const name = `oaa_test_${randomBytes(6).toString('hex')}`;
   const admin = new pg.Client({ connectionString: postgresUrl });
   await admin.connect();
-  await admin.query(`CREATE DATABASE ${name}`);
-  await admin.end();
-  const url = new URL(postgresUrl);
-  url.pathname = `/${name}`;
-  const db = await openPostgres(url.toString(), { max: 5 });
+  try {
+    await admin.query(`CREATE DATABASE ${name} TEMPLATE ${await postgresTemplate(admin)}`);
+  } finally {
+    await admin.end();
+  }
+  const url = databaseUrl(name);
+  const db = await openPostgres(url, { max: 5 });
+  // Migrations newer than the template (none, unless one was added while a template was being made).
   await migrate(db);
   return {
     db,
-    url: url.toString(),
+    url,
     async drop() {
       await db.close();
       const client = new pg.Client({ connectionString: postgresUrl });
@@ -86,4 +100,37 @@ export async function createTestDatabase(engine: Engine): Promise<TestDatabase> 
       await client.end();
     },
   };
+}
+
+function databaseUrl(name: string): string {
+  const url = new URL(postgresUrl);
+  url.pathname = `/${name}`;
+  return url.toString();
+}
+
+/**
+ * A database migrated once per schema, that test databases are copied from (CREATE DATABASE … TEMPLATE
+ * copies files, much faster than migrating). Made under an advisory lock, as test files run in parallel.
+ */
+async function postgresTemplate(admin: pg.Client): Promise<string> {
+  const name = `oaa_template_${schemaHash()}`;
+  await admin.query('SELECT pg_advisory_lock(hashtext($1))', [name]);
+  try {
+    const [existing] = (await admin.query('SELECT 1 FROM pg_database WHERE datname = $1', [name])).rows;
+    if (existing) return name;
+    // Made under another name and renamed when complete, so that a run killed half-way leaves no template.
+    const partial = `${name}_partial`;
+    await admin.query(`DROP DATABASE IF EXISTS ${partial} WITH (FORCE)`);
+    await admin.query(`CREATE DATABASE ${partial}`);
+    const db = await openPostgres(databaseUrl(partial), { max: 2 });
+    try {
+      await prepare(db);
+    } finally {
+      await db.close();
+    }
+    await admin.query(`ALTER DATABASE ${partial} RENAME TO ${name}`);
+    return name;
+  } finally {
+    await admin.query('SELECT pg_advisory_unlock(hashtext($1))', [name]);
+  }
 }

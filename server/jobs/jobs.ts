@@ -1,0 +1,185 @@
+// Background work on a durable job queue: pg-boss, in the same database as everything else (PostgreSQL,
+// or the embedded PGlite in-process). A job is stored before `enqueue` resolves (or with the transaction
+// it was enqueued in), is held by one worker at a time, and outlives the process that held it: a worker
+// refreshes a heartbeat while a job runs, and a job whose heartbeat stops (kill -9, a lost machine) is
+// handed to another worker. Delivery is at least once, so a handler must be idempotent: doing its job
+// twice has the effect of doing it once (conditional updates, claims, idempotency keys). Why pg-boss,
+// and not graphile-worker or BullMQ: see the README's "Scaling out".
+import { randomUUID } from 'node:crypto';
+import type { Logger } from 'pino';
+import { fromPglite, PgBoss, type Db as BossDb, type Job } from 'pg-boss';
+import type { Db, Queryable } from '../store/db.ts';
+
+/** The schema pg-boss keeps its tables in. */
+export const JOBS_SCHEMA = 'pgboss';
+
+export interface JobContext {
+  id: string;
+  /** 0 the first time, then one more at every retry (after a failure or a dead worker). */
+  attempt: number;
+  /** Aborted when the server stops: give up early, the job runs again elsewhere. */
+  signal: AbortSignal;
+}
+
+export type JobHandler<P> = (payload: P, job: JobContext) => Promise<void>;
+
+export interface JobKindOptions {
+  /** Jobs of this kind running at once in this process. Default 2. */
+  concurrency?: number;
+  /** Retries after a failed attempt before the job is given up. Default 5. */
+  retryLimit?: number;
+  /** Seconds before the first retry; doubled (with jitter) at each. Default 2. */
+  retryDelaySeconds?: number;
+  /** How long one attempt may run before it counts as failed. Default 15 minutes. */
+  timeoutSeconds?: number;
+}
+
+export interface EnqueueOptions {
+  /**
+   * At most one job per key is waiting or running: enqueueing a key that is pending does nothing and
+   * answers null. Without a key every job is its own.
+   */
+  key?: string;
+  /** Not before this many seconds from now. */
+  delaySeconds?: number;
+  /** Enqueues in this transaction: the job exists if and only if it commits. */
+  tx?: Queryable;
+}
+
+export interface Jobs {
+  /** Declares a kind of job and starts working on it here. Every process that enqueues a kind registers it. */
+  register<P extends object>(name: string, handler: JobHandler<P>, options?: JobKindOptions): Promise<void>;
+  /** Stores a job; answers its id, or null when a job with the same key is pending. */
+  enqueue<P extends object>(name: string, payload: P, options?: EnqueueOptions): Promise<string | null>;
+  /** Waiting and running jobs of a kind (tests and metrics). */
+  pending(name: string): Promise<number>;
+  start(): Promise<void>;
+  /** Stops taking jobs and waits (bounded) for running ones; what does not finish runs again elsewhere. */
+  stop(timeoutMs?: number): Promise<void>;
+}
+
+export interface JobsDeps {
+  db: Db;
+  logger: Logger;
+  /** Recorded with pg-boss's instance registry, to tell servers apart. */
+  instanceId: string;
+}
+
+/** A job's heartbeat: a worker that stops refreshing it for this long is taken for dead. pg-boss's minimum. */
+const HEARTBEAT_SECONDS = 10;
+/** How often expired heartbeats and timeouts are looked for (one server does it at a time). */
+const SUPERVISE_SECONDS = 2;
+
+/** Runs pg-boss's statements inside one of our transactions. */
+function inTransaction(tx: Queryable): BossDb {
+  return { executeSql: async (text, values) => ({ rows: await tx.query(text, values as never) }) };
+}
+
+function bossFor(deps: JobsDeps, supervise: boolean): PgBoss {
+  const common = {
+    schema: JOBS_SCHEMA,
+    supervise,
+    superviseIntervalSeconds: SUPERVISE_SECONDS,
+    monitorIntervalSeconds: SUPERVISE_SECONDS,
+    instanceName: deps.instanceId,
+    // A new job wakes a worker at once (NOTIFY) instead of at its next poll.
+    useListenNotify: true,
+    // No cron schedules here: no timekeeper polling for them.
+    schedule: false,
+  };
+  const native = deps.db.native;
+  return native.engine === 'pglite'
+    ? new PgBoss({ ...common, db: fromPglite(native.pglite), backend: 'pglite' })
+    : new PgBoss({ ...common, connectionString: native.connectionString, max: 4, application_name: 'open-agent-api jobs' });
+}
+
+/** Creates pg-boss's schema (for test templates; servers do it at start when it is missing). */
+export async function installJobs(db: Db, logger: Logger): Promise<void> {
+  const boss = bossFor({ db, logger, instanceId: 'install' }, false);
+  boss.on('error', (error) => logger.warn({ err: error }, 'job queue error'));
+  await boss.start();
+  await boss.stop({ graceful: false, close: db.native.engine === 'postgres' });
+}
+
+export function createJobs(deps: JobsDeps): Jobs {
+  const { logger } = deps;
+  const boss = bossFor(deps, true);
+  // Without a listener an 'error' event would end the process; pg-boss reconnects by itself.
+  boss.on('error', (error) => logger.warn({ err: error }, 'job queue error'));
+  boss.on('warning', (warning) => logger.debug({ warning: warning.message }, 'job queue warning'));
+  const kinds = new Map<string, { handler: JobHandler<object>; options: JobKindOptions }>();
+  let started = false;
+  let stopped = false;
+  // Aborted at stop: handlers give up early, and their jobs run again elsewhere or after the restart.
+  const stopping = new AbortController();
+
+  async function work(name: string): Promise<void> {
+    const kind = kinds.get(name)!;
+    await boss.createQueue(name, {
+      // With a key at most one job is waiting or running; every job gets a key (its own by default).
+      policy: 'exclusive',
+      notify: true,
+      heartbeatSeconds: HEARTBEAT_SECONDS,
+      retryLimit: kind.options.retryLimit ?? 5,
+      retryDelay: kind.options.retryDelaySeconds ?? 2,
+      retryBackoff: true,
+      retryDelayMax: 300,
+      expireInSeconds: kind.options.timeoutSeconds ?? 15 * 60,
+    });
+    await boss.work<object>(
+      name,
+      { localConcurrency: kind.options.concurrency ?? 2, batchSize: 1, pollingIntervalSeconds: 2, notifyPollingIntervalSeconds: 2 },
+      async (jobs: Job<object>[]) => {
+        for (const job of jobs) {
+          try {
+            // pg-boss aborts job.signal when this worker lost the job (its claim lapsed, it timed out).
+            await kind.handler(job.data, { id: job.id, attempt: job.retryCount, signal: AbortSignal.any([job.signal, stopping.signal]) });
+          } catch (error) {
+            if (!stopped) logger.warn({ err: error, job: name, jobId: job.id, attempt: job.retryCount }, 'a job failed; it will be retried');
+            throw error;
+          }
+        }
+      },
+    );
+  }
+
+  return {
+    async register(name, handler, options = {}) {
+      if (kinds.has(name)) throw new Error(`The job ${name} is registered twice.`);
+      kinds.set(name, { handler: handler as JobHandler<object>, options });
+      if (started) await work(name);
+    },
+
+    async enqueue(name, payload, options = {}) {
+      if (!kinds.has(name)) throw new Error(`The job ${name} is not registered.`);
+      if (!started) throw new Error('The job queue is not started.');
+      return boss.send(name, payload, {
+        singletonKey: options.key ?? randomUUID(),
+        ...(options.delaySeconds ? { startAfter: options.delaySeconds } : {}),
+        ...(options.tx ? { db: inTransaction(options.tx) } : {}),
+      });
+    },
+
+    async pending(name) {
+      const rows = await deps.db.query<{ count: number }>(
+        `SELECT count(*)::int AS count FROM ${JOBS_SCHEMA}.job WHERE name = $1 AND state IN ('created', 'retry', 'active')`,
+        [name],
+      );
+      return rows[0]?.count ?? 0;
+    },
+
+    async start() {
+      if (started) return;
+      await boss.start();
+      started = true;
+      for (const name of kinds.keys()) await work(name);
+    },
+
+    async stop(timeoutMs = 10_000) {
+      if (!started || stopped) return;
+      stopped = true;
+      stopping.abort(new Error('The server is shutting down.'));
+      await boss.stop({ graceful: true, timeout: timeoutMs, close: true });
+    },
+  };
+}
