@@ -3,7 +3,7 @@ import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['node_modules/', 'generated/', 'docs/redoc/', 'docs/swagger-ui/', 'data/', 'bench/results/'] },
+  { ignores: ['node_modules/', 'generated/', 'docs/redoc/', 'docs/swagger-ui/', 'data/', 'bench/results/', 'playground/dist/'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {

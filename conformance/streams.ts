@@ -164,3 +164,89 @@ export function analyseAgentScopeStream(sse: readonly SseEvent[]): AgentScopeStr
   }
   return { objects, final, problems };
 }
+
+interface AgUiEvent {
+  type?: string;
+  messageId?: string;
+  toolCallId?: string;
+  delta?: string;
+  stepName?: string;
+  subagentRunId?: string;
+  threadId?: string;
+  runId?: string;
+  outcome?: { type?: string; pendingToolCallIds?: string[] };
+}
+
+export interface AgUiStream {
+  events: AgUiEvent[];
+  final: AgUiEvent | undefined;
+  /** The text of each message, by messageId. */
+  texts: Map<string, string>;
+  problems: string[];
+}
+
+/**
+ * An AG-UI 1.0 stream by the rules of its client's verifier: data-only frames, RUN_STARTED first (echoing the
+ * input's ids), every message, tool call, step and subagent opened before use and closed before the run
+ * finishes, exactly one RUN_FINISHED or RUN_ERROR, last, and no null in an optional field.
+ */
+export function analyseAgUiStream(sse: readonly SseEvent[], input: { threadId: string; runId: string }): AgUiStream {
+  const problems: string[] = [];
+  const events = sse.map((event) => event.json as AgUiEvent | undefined).filter((data): data is AgUiEvent => !!data && typeof data === 'object');
+  const texts = new Map<string, string>();
+  if (events.length === 0) return { events, final: undefined, texts, problems: ['the stream has no events'] };
+  const first = events[0]!;
+  if (first.type !== 'RUN_STARTED') problems.push(`the stream starts with ${first.type}, not RUN_STARTED`);
+  else if (first.threadId !== input.threadId || first.runId !== input.runId) problems.push('RUN_STARTED does not echo the input threadId and runId');
+  const open = { text: new Set<string>(), tool: new Set<string>(), step: new Set<string>(), subagent: new Set<string>() };
+  let ended = false;
+  for (const [index, event] of events.entries()) {
+    if (Object.values(event).some((value) => value === null)) problems.push(`${event.type} #${index} has a null field (optional fields must be absent)`);
+    if (ended) problems.push(`${event.type} comes after the run ended`);
+    switch (event.type) {
+      case 'TEXT_MESSAGE_START':
+        if (open.text.has(event.messageId!)) problems.push(`message ${event.messageId} starts twice`);
+        open.text.add(event.messageId!);
+        break;
+      case 'TEXT_MESSAGE_CONTENT':
+        if (!open.text.has(event.messageId!)) problems.push(`content for message ${event.messageId}, which is not open`);
+        texts.set(event.messageId!, (texts.get(event.messageId!) ?? '') + (event.delta ?? ''));
+        break;
+      case 'TEXT_MESSAGE_END':
+        if (!open.text.delete(event.messageId!)) problems.push(`message ${event.messageId} ends without starting`);
+        break;
+      case 'TOOL_CALL_START':
+        open.tool.add(event.toolCallId!);
+        break;
+      case 'TOOL_CALL_ARGS':
+        if (!open.tool.has(event.toolCallId!)) problems.push(`arguments for call ${event.toolCallId}, which is not open`);
+        break;
+      case 'TOOL_CALL_END':
+        if (!open.tool.delete(event.toolCallId!)) problems.push(`call ${event.toolCallId} ends without starting`);
+        break;
+      case 'STEP_STARTED':
+        open.step.add(event.stepName!);
+        break;
+      case 'STEP_FINISHED':
+        if (!open.step.delete(event.stepName!)) problems.push(`step ${event.stepName} finishes without starting`);
+        break;
+      case 'SUBAGENT_STARTED':
+        open.subagent.add(event.subagentRunId!);
+        break;
+      case 'SUBAGENT_FINISHED':
+        if (!open.subagent.delete(event.subagentRunId!)) problems.push(`subagent ${event.subagentRunId} finishes without starting`);
+        break;
+      case 'RUN_FINISHED': {
+        ended = true;
+        const left = [...open.text, ...open.tool, ...open.step, ...open.subagent];
+        if (left.length) problems.push(`RUN_FINISHED while ${left.join(', ')} are still open`);
+        break;
+      }
+      case 'RUN_ERROR':
+        ended = true;
+        break;
+    }
+  }
+  if (!ended) problems.push('the stream ends without RUN_FINISHED or RUN_ERROR');
+  return { events, final: events.at(-1), texts, problems };
+}

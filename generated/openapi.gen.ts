@@ -610,7 +610,7 @@ export interface paths {
          *     client-side tools; `context` and a non-empty `state` reach the model as context. A call to a
          *     client-side tool ends the run with outcome `success` and `pendingToolCallIds`, as AG-UI 1.0 asks:
          *     the client runs the tool and starts the next run with the tool message, and the same run goes on.
-         *     A `resume` is answered with `RUN_ERROR` unless the thread has interrupts to resume.
+         *     A `resume` is refused with 400 unless the thread has interrupts to resume.
          */
         post: operations["runAgentWithAgUi"];
         delete?: never;
@@ -661,6 +661,31 @@ export interface paths {
          * @description Deletes the session, its messages, and its runs and their events. A run in progress is cancelled first.
          */
         delete: operations["deleteSession"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/sessions/{sessionId}/runs": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The session's id. */
+                sessionId: components["schemas"]["ResourceId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * List a session's runs
+         * @description The session's runs, newest first: one per turn (a turn that halted for client-side tools and went on
+         *     is one run). A team's member runs are not listed; they name the team run as `parent_run_id`. Replay
+         *     a run's events with `GET /v1/runs/{runId}/events`.
+         */
+        get: operations["listSessionRuns"];
+        put?: never;
+        post?: never;
+        delete?: never;
         options?: never;
         head?: never;
         patch?: never;
@@ -897,7 +922,7 @@ export interface paths {
          *     client-side tools; `context` and a non-empty `state` reach the model as context. A call to a
          *     client-side tool ends the run with outcome `success` and `pendingToolCallIds`, as AG-UI 1.0 asks:
          *     the client runs the tool and starts the next run with the tool message, and the same run goes on.
-         *     A `resume` is answered with `RUN_ERROR` unless the thread has interrupts to resume.
+         *     A `resume` is refused with 400 unless the thread has interrupts to resume.
          */
         post: operations["runTeamWithAgUi"];
         delete?: never;
@@ -1202,6 +1227,14 @@ export interface components {
             message: string;
             /** @description Seconds the link stays valid. */
             expires_in: number;
+            /**
+             * Format: uri
+             * @description Development only: the sign-in link itself, for a server that has no mail to send it with (no
+             *     `SMTP_URL`, outside production, where it also goes to the log). Present only when the request
+             *     came straight from the server's own machine: a loopback peer, a loopback `Host`, and no proxy
+             *     headers; so a local playground can sign in, and nobody else can.
+             */
+            dev_link?: string;
         };
         MagicLinkVerifyRequest: {
             token: string;
@@ -2015,6 +2048,13 @@ export interface components {
             created_at: components["schemas"]["Timestamp"];
             updated_at: components["schemas"]["Timestamp"];
             completed_at: components["schemas"]["Timestamp"] | null;
+        };
+        RunList: {
+            /** @constant */
+            object: "list";
+            data: components["schemas"]["Run"][];
+            has_more: boolean;
+            next_cursor: components["schemas"]["Cursor"];
         };
         /**
          * @description `running` while a run is in progress, `requires_action` while one waits for tool results.
@@ -4709,6 +4749,70 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            default: components["responses"]["Error"];
+        };
+    };
+    listSessionRuns: {
+        parameters: {
+            query?: {
+                /** @description How many items a page holds. */
+                limit?: components["parameters"]["Limit"];
+                /** @description The `next_cursor` of the previous page; the page starts after it. */
+                after?: components["parameters"]["After"];
+            };
+            header?: never;
+            path: {
+                /** @description The session's id. */
+                sessionId: components["schemas"]["ResourceId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of runs. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "object": "list",
+                     *       "data": [
+                     *         {
+                     *           "id": "run_01JD3V7R2N8Q4X6Y0Z1A2B3C4D",
+                     *           "object": "run",
+                     *           "session_id": "ses_01JD3V7R2N8Q4X6Y0Z1A2B3C4D",
+                     *           "agent_id": "agt_01JD3V7R2N8Q4X6Y0Z1A2B3C4D",
+                     *           "team_id": null,
+                     *           "parent_run_id": null,
+                     *           "status": "completed",
+                     *           "model": "local",
+                     *           "usage": {
+                     *             "prompt_tokens": 42,
+                     *             "completion_tokens": 9,
+                     *             "total_tokens": 51
+                     *           },
+                     *           "error": null,
+                     *           "required_action": null,
+                     *           "last_sequence_number": 7,
+                     *           "created_at": "2026-11-20T10:00:00Z",
+                     *           "updated_at": "2026-11-20T10:00:01Z",
+                     *           "completed_at": "2026-11-20T10:00:01Z"
+                     *         }
+                     *       ],
+                     *       "has_more": false,
+                     *       "next_cursor": null
+                     *     }
+                     */
+                    "application/json": components["schemas"]["RunList"];
+                };
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];

@@ -31,6 +31,7 @@ export type SecuredOperationId =
   | 'listSessions'
   | 'getSession'
   | 'deleteSession'
+  | 'listSessionRuns'
   | 'getRun'
   | 'cancelRun'
   | 'listRunEvents'
@@ -172,6 +173,8 @@ export interface Handlers<Auth, Ctx = object> {
   getSession: Handler<'getSession', 200, Auth, Ctx>;
   /** DELETE /v1/sessions/{sessionId}: Delete a session */
   deleteSession: Handler<'deleteSession', 204, Auth, Ctx>;
+  /** GET /v1/sessions/{sessionId}/runs: List a session's runs */
+  listSessionRuns: Handler<'listSessionRuns', 200, Auth, Ctx>;
   /** GET /v1/runs/{runId}: Get a run */
   getRun: Handler<'getRun', 200, Auth, Ctx>;
   /** POST /v1/runs/{runId}/cancel: Cancel a run */
@@ -269,6 +272,7 @@ export const routes: readonly RouteSpec[] = [
   { operationId: 'listSessions', method: 'get', path: '/v1/sessions', expressPath: '/v1/sessions', secured: true, handlerStatuses: [200], responseContent: {"200":["application/json"]}, requestContentTypes: [] },
   { operationId: 'getSession', method: 'get', path: '/v1/sessions/{sessionId}', expressPath: '/v1/sessions/:sessionId', secured: true, handlerStatuses: [200], responseContent: {"200":["application/json"]}, requestContentTypes: [] },
   { operationId: 'deleteSession', method: 'delete', path: '/v1/sessions/{sessionId}', expressPath: '/v1/sessions/:sessionId', secured: true, handlerStatuses: [204], responseContent: {"204":[]}, requestContentTypes: [] },
+  { operationId: 'listSessionRuns', method: 'get', path: '/v1/sessions/{sessionId}/runs', expressPath: '/v1/sessions/:sessionId/runs', secured: true, handlerStatuses: [200], responseContent: {"200":["application/json"]}, requestContentTypes: [] },
   { operationId: 'getRun', method: 'get', path: '/v1/runs/{runId}', expressPath: '/v1/runs/:runId', secured: true, handlerStatuses: [200], responseContent: {"200":["application/json"]}, requestContentTypes: [] },
   { operationId: 'cancelRun', method: 'post', path: '/v1/runs/{runId}/cancel', expressPath: '/v1/runs/:runId/cancel', secured: true, handlerStatuses: [200], responseContent: {"200":["application/json"]}, requestContentTypes: [] },
   { operationId: 'listRunEvents', method: 'get', path: '/v1/runs/{runId}/events', expressPath: '/v1/runs/:runId/events', secured: true, handlerStatuses: [200], responseContent: {"200":["text/event-stream","application/json"]}, requestContentTypes: [] },

@@ -17,6 +17,7 @@ import { cacheValidatorRouteMatchers } from './http/route-matchers.ts';
 import { buildHandlers } from './handlers.ts';
 import type { Lifecycle } from './lifecycle.ts';
 import { limitGuards } from './limits/guards.ts';
+import { playground } from './playground/serve.ts';
 import type { Services } from './services.ts';
 import { docsAssetOptions } from './system/handlers.ts';
 
@@ -123,6 +124,7 @@ export function createApp(deps: Services, options: AppOptions = {}): Express {
   });
   // After the operations, so that `GET /docs` itself is the contract's getApiDocs.
   app.use('/docs', swaggerUi.serveFiles(undefined, docsAssetOptions));
+  app.use('/playground', playground());
   app.use(unmatchedRoute);
   app.use(errorHandler);
   return app;

@@ -14,6 +14,9 @@ async function main(): Promise<void> {
   server.listen(config.port, config.host, () => {
     const { port } = server.address() as AddressInfo;
     logger.info({ port, url: config.publicUrl, store: services.db.engine }, 'listening');
+    // The address a person opens first: said on its own line, so that it stands out in the log.
+    const playgroundUrl = `${config.publicUrl}/playground/`;
+    logger.info({ playground: playgroundUrl }, `playground at ${playgroundUrl}`);
   });
   let stopping = false;
   const shutdown = async (signal: string) => {

@@ -83,7 +83,7 @@ export const agentChecks: Check[] = [
   },
   {
     name: 'agent chat, sessions and runs',
-    operations: ['chatWithAgent', 'getRun', 'listRunEvents', 'listSessions', 'getSession', 'deleteSession'],
+    operations: ['chatWithAgent', 'getRun', 'listRunEvents', 'listSessions', 'getSession', 'listSessionRuns', 'deleteSession'],
     async run(t) {
       const agent = await t.agent();
       const text = `conformance ${t.nonce} alpha beta gamma`;
@@ -105,6 +105,8 @@ export const agentChecks: Check[] = [
       t.check('getSession', session.messages.some((message) => message.role === 'user' && message.content === text), "the session lacks the first turn's message");
       const sessions = await pageThrough(t, 'listSessions', { query: { agent_id: agent.id } });
       t.check('listSessions', sessions.ids.includes(first.session_id), 'the session is not listed for its agent');
+      const runs = await pageThrough(t, 'listSessionRuns', { params: { sessionId: first.session_id }, limit: 1 });
+      t.check('listSessionRuns', runs.complete && runs.ids.join() === [second.run_id, first.run_id].join(), `the session lists runs ${runs.ids.join(', ')}, not its two turns' newest first`);
 
       const streamed = await streamTurn(t, 'chatWithAgent', { agentId: agent.id }, { messages: [{ role: 'user', content: text }] });
       const started = streamed.events[0] as unknown as Schemas['RunStartedEvent'] | undefined;

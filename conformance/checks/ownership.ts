@@ -6,9 +6,9 @@ import type { Check, Schemas } from '../context.ts';
 const CHECK = "another user's resources answer 404 (--api-key-2)";
 
 const OPERATIONS: OperationId[] = [
-  'getAgent', 'updateAgent', 'deleteAgent', 'chatWithAgent', 'processAgentRequest', 'respondWithAgent',
-  'getSession', 'deleteSession', 'getRun', 'cancelRun', 'listRunEvents',
-  'getTeam', 'updateTeam', 'deleteTeam', 'chatWithTeam', 'processTeamRequest', 'respondWithTeam',
+  'getAgent', 'updateAgent', 'deleteAgent', 'chatWithAgent', 'processAgentRequest', 'respondWithAgent', 'runAgentWithAgUi',
+  'getSession', 'listSessionRuns', 'deleteSession', 'getRun', 'cancelRun', 'listRunEvents',
+  'getTeam', 'updateTeam', 'deleteTeam', 'chatWithTeam', 'processTeamRequest', 'respondWithTeam', 'runTeamWithAgUi',
   'getKnowledgeDocument', 'deleteKnowledgeDocument', 'getApiKey', 'deleteApiKey', 'listAgents', 'createTeam',
 ];
 
@@ -50,7 +50,9 @@ export const ownershipChecks: Check[] = [
       await strangerGets404('chatWithAgent', 'agent', { params: agentId, body: chat });
       await strangerGets404('processAgentRequest', 'agent', { params: agentId, body: scope });
       await strangerGets404('respondWithAgent', 'agent', { params: agentId, body: chat });
+      await strangerGets404('runAgentWithAgUi', 'agent', { params: agentId, body: { threadId: 't', runId: 'r', messages: [] }, accept: 'text/event-stream' });
       await strangerGets404('getSession', 'session', { params: { sessionId: turn.session_id } });
+      await strangerGets404('listSessionRuns', 'session', { params: { sessionId: turn.session_id } });
       await strangerGets404('deleteSession', 'session', { params: { sessionId: turn.session_id } });
       await strangerGets404('getRun', 'run', { params: runId });
       await strangerGets404('cancelRun', 'run', { params: runId });
@@ -62,6 +64,7 @@ export const ownershipChecks: Check[] = [
       await strangerGets404('chatWithTeam', 'team', { params: teamId, body: chat });
       await strangerGets404('processTeamRequest', 'team', { params: teamId, body: scope });
       await strangerGets404('respondWithTeam', 'team', { params: teamId, body: chat });
+      await strangerGets404('runTeamWithAgUi', 'team', { params: teamId, body: { threadId: 't', runId: 'r', messages: [] }, accept: 'text/event-stream' });
       await strangerGets404('getKnowledgeDocument', 'document', { params: { documentId: document.id } });
       await strangerGets404('deleteKnowledgeDocument', 'document', { params: { documentId: document.id } });
       await strangerGets404('getApiKey', 'API key', { params: { keyId: key.id } });

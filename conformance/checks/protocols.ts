@@ -1,11 +1,13 @@
 // The protocol adapters every agent and team speaks: AgentScope's /process (a data-only stream of
-// response, message and content objects, or the final response as JSON) and Connexity's /respond.
+// response, message and content objects, or the final response as JSON), Connexity's /respond, and AG-UI's
+// /ag-ui (a data-only stream of AG-UI events).
 import type { OperationId } from '../contract.ts';
 import type { Check, Context, Schemas } from '../context.ts';
-import { analyseAgentScopeStream } from '../streams.ts';
+import { analyseAgentScopeStream, analyseAgUiStream } from '../streams.ts';
 
 type ProcessOperation = Extract<OperationId, 'processAgentRequest' | 'processTeamRequest'>;
 type RespondOperation = Extract<OperationId, 'respondWithAgent' | 'respondWithTeam'>;
+type AgUiOperation = Extract<OperationId, 'runAgentWithAgUi' | 'runTeamWithAgUi'>;
 
 const input = (text: string) => [{ role: 'user', type: 'message', content: [{ type: 'text', text }] }];
 
@@ -45,6 +47,24 @@ export async function checkRespond(t: Context, id: RespondOperation, params: Rec
   judge(opening, 'an empty transcript (the agent opens)');
 }
 
+export async function checkAgUi(t: Context, id: AgUiOperation, params: Record<string, string>): Promise<void> {
+  const threadId = `conformance-${t.nonce}-${id}`;
+  const text = `conformance ${t.nonce} ag-ui check`;
+  const runs = [1, 2].map((n) => ({ threadId, runId: `run-${n}` }));
+  let history = [{ id: 'user-1', role: 'user', content: text }];
+  for (const input of runs) {
+    const answer = await t.call(id, { params, body: { ...input, messages: history, tools: [], context: [], state: {} }, accept: 'text/event-stream', expect: 200 });
+    t.require(id, answer.mediaType === 'text/event-stream', `answered ${answer.mediaType}, not text/event-stream`);
+    const stream = analyseAgUiStream(answer.events ?? [], input);
+    for (const problem of stream.problems) t.check(id, false, `the AG-UI stream: ${problem}`);
+    t.check(id, stream.final?.type === 'RUN_FINISHED', `the run ended with ${stream.final?.type}, not RUN_FINISHED`);
+    t.check(id, [...stream.texts.values()].some((said) => said.length > 0), 'the run said nothing');
+    // The client keeps the history and sends it whole next time, on the same thread.
+    const said = [...stream.texts.entries()].map(([messageId, content]) => ({ id: messageId, role: 'assistant', content }));
+    history = [...history, ...said, { id: `user-${history.length + 2}`, role: 'user', content: `${text} again` }];
+  }
+}
+
 export const protocolChecks: Check[] = [
   {
     name: 'AgentScope protocol',
@@ -58,6 +78,13 @@ export const protocolChecks: Check[] = [
     operations: ['respondWithAgent'],
     async run(t) {
       await checkRespond(t, 'respondWithAgent', { agentId: (await t.agent()).id });
+    },
+  },
+  {
+    name: 'AG-UI protocol',
+    operations: ['runAgentWithAgUi'],
+    async run(t) {
+      await checkAgUi(t, 'runAgentWithAgUi', { agentId: (await t.agent()).id });
     },
   },
 ];

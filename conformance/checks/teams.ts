@@ -1,7 +1,7 @@
 // Teams of agents: their lifecycle, and a team turn in every shape an agent turn has.
 import type { Check, Schemas } from '../context.ts';
 import { pageThrough } from './pagination.ts';
-import { checkProcess, checkRespond } from './protocols.ts';
+import { checkAgUi, checkProcess, checkRespond } from './protocols.ts';
 import { streamTurn } from './runs.ts';
 
 export const teamChecks: Check[] = [
@@ -61,6 +61,13 @@ export const teamChecks: Check[] = [
     operations: ['respondWithTeam'],
     async run(t) {
       await checkRespond(t, 'respondWithTeam', { teamId: (await t.team()).id });
+    },
+  },
+  {
+    name: 'team AG-UI protocol',
+    operations: ['runTeamWithAgUi'],
+    async run(t) {
+      await checkAgUi(t, 'runTeamWithAgUi', { teamId: (await t.team()).id });
     },
   },
 ];

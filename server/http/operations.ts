@@ -21,6 +21,8 @@ export interface RequestContext {
   /** Aborted when the server begins to shut down. */
   shuttingDown: AbortSignal;
   ip: string;
+  /** The TCP peer's address, whatever `trust proxy` makes of `ip`. */
+  peerAddress: string;
   log: Logger;
   /** The body's bytes as received, for signature checks. */
   rawBody: Buffer | undefined;
@@ -122,6 +124,7 @@ function invoke(route: RouteSpec, options: MountOptions): RequestHandler {
         signal: client.signal,
         shuttingDown: options.shuttingDown,
         ip: req.ip ?? '',
+        peerAddress: req.socket.remoteAddress ?? '',
         // A getter, so that a handler that does not log does not pay for the request's child logger.
         get log() {
           return req.log;

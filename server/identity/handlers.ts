@@ -3,7 +3,7 @@ import type { AppHandlers } from '../http/operations.ts';
 import { ApiError } from '../errors.ts';
 import type { Queryable } from '../store/db.ts';
 import type { ApiKeyStore } from './api-keys.ts';
-import { redirectWithToken, type MagicLinks } from './magic-link.ts';
+import { isDirectLocalRequest, redirectWithToken, type MagicLinks } from './magic-link.ts';
 import type { OAuthProviders } from './oauth.ts';
 import type { SessionStore } from './sessions.ts';
 import { getUser, toAccount, updateUserName } from './users.ts';
@@ -20,6 +20,8 @@ export interface IdentityDeps {
   quotas: UsageReportDeps['quotas'];
   requestLimits: UsageReportDeps['requestLimits'];
   usage: UsageReportDeps['usage'];
+  /** Whether sign-in links may be answered to local callers (`dev_link`): development without mail. */
+  devLinks: boolean;
 }
 
 function magicLinksOf(deps: IdentityDeps): MagicLinks {
@@ -54,14 +56,18 @@ export function identityHandlers(deps: IdentityDeps) {
       };
     },
 
-    async requestMagicLink({ body, ip }) {
-      const { expiresIn } = await magicLinksOf(deps).request(body, ip);
+    async requestMagicLink({ body, ip, peerAddress, headers }) {
+      const { expiresIn, link } = await magicLinksOf(deps).request(body, ip);
+      const showLink = deps.devLinks && isDirectLocalRequest(peerAddress, headers);
       return {
         status: 202,
         body: {
           object: 'magic_link',
-          message: 'If that address can receive mail, a sign-in link is on its way.',
+          message: showLink
+            ? 'This server has no mail configured: the sign-in link is in dev_link (and in the server log).'
+            : 'If that address can receive mail, a sign-in link is on its way.',
           expires_in: expiresIn,
+          ...(showLink ? { dev_link: link } : {}),
         },
       };
     },

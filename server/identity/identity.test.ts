@@ -1,11 +1,13 @@
 // Accounts, API keys, access tokens and magic links, end to end on each store engine, with a real SMTP
 // server on loopback receiving the sign-in mail.
 import { createHash } from 'node:crypto';
+import { request } from 'node:http';
 import { SignJWT } from 'jose';
 import { SMTPServer } from 'smtp-server';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { availableEngines } from '../testing/database.ts';
 import { startTestServer, type TestServer } from '../testing/harness.ts';
+import { isDirectLocalRequest } from './magic-link.ts';
 
 interface ReceivedMail {
   to: string[];
@@ -72,6 +74,8 @@ describe.each(await availableEngines())('identity on %s', (engine) => {
       const email = `ml-${engine}@example.com`;
       const sent = await server.client().POST('/v1/auth/magic-link', { body: { email } });
       expect(sent.response.status).toBe(202);
+      // Mail works: the link goes by mail only, even to a caller on this machine.
+      expect(sent.data).not.toHaveProperty('dev_link');
       const mail = await mailTo(email);
       expect(decoded(mail)).toContain(`${server.url}/v1/auth/magic-link/verify?token=`);
       expect(mail.text).toMatch(/Content-Type: text\/html/i);
@@ -303,5 +307,66 @@ describe.each(await availableEngines())('identity on %s', (engine) => {
       const empty = await client.PATCH('/v1/account', { body: {} });
       expect(empty.response.status).toBe(400);
     });
+  });
+});
+
+describe('sign-in links of a development server without mail', () => {
+  let server: TestServer;
+
+  beforeAll(async () => {
+    server = await startTestServer();
+  });
+  afterAll(async () => {
+    await server?.close();
+  });
+
+  /** POST /v1/auth/magic-link with headers fetch would not let a test set (Host). */
+  const ask = (email: string, headers: Record<string, string> = {}) =>
+    new Promise<{ status: number; body: Record<string, unknown> }>((resolve, reject) => {
+      const body = JSON.stringify({ email, redirect_url: `${server.url}/playground/` });
+      const call = request(`${server.url}/v1/auth/magic-link`, { method: 'POST', headers: { 'Content-Type': 'application/json', ...headers } }, (res) => {
+        let text = '';
+        res.on('data', (chunk: Buffer) => (text += chunk.toString()));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, body: JSON.parse(text) as Record<string, unknown> }));
+      });
+      call.on('error', reject);
+      call.end(body);
+    });
+
+  it('answers the link to a caller on this machine, and the link signs in and comes back to the page', async () => {
+    const sent = await ask('dev-link@example.com');
+    expect(sent.status).toBe(202);
+    expect(sent.body.dev_link).toMatch(new RegExp(`^${server.url}/v1/auth/magic-link/verify\\?token=mlt_`));
+    const opened = await fetch(String(sent.body.dev_link), { redirect: 'manual' });
+    expect(opened.status).toBe(302);
+    const location = new URL(opened.headers.get('location')!);
+    expect(location.pathname).toBe('/playground/');
+    const me = await server.client(new URLSearchParams(location.hash.slice(1)).get('access_token')!).GET('/v1/account');
+    expect(me.data?.email).toBe('dev-link@example.com');
+  });
+
+  it('keeps the link from requests relayed by a proxy or addressed to another host name', async () => {
+    const relayed: Record<string, string>[] = [
+      { 'X-Forwarded-For': '203.0.113.7' },
+      { Forwarded: 'for=203.0.113.7' },
+      { 'X-Real-IP': '203.0.113.7' },
+      { Host: 'playground.example.com' },
+    ];
+    for (const headers of relayed) {
+      const sent = await ask(`relayed-${Object.keys(headers)[0]}@example.com`, headers);
+      expect(sent.status, JSON.stringify(headers)).toBe(202);
+      expect(sent.body, JSON.stringify(headers)).not.toHaveProperty('dev_link');
+      expect(sent.body.message).toBe('If that address can receive mail, a sign-in link is on its way.');
+    }
+  });
+
+  it('tells a direct local request from others', () => {
+    expect(isDirectLocalRequest('127.0.0.1', { host: 'localhost:3000' })).toBe(true);
+    expect(isDirectLocalRequest('::ffff:127.0.0.1', { host: '127.0.0.1:3000' })).toBe(true);
+    expect(isDirectLocalRequest('::1', { host: '[::1]:3000' })).toBe(true);
+    expect(isDirectLocalRequest('192.168.1.20', { host: 'localhost:3000' })).toBe(false);
+    expect(isDirectLocalRequest('127.0.0.1', { host: '192.168.1.5:3000' })).toBe(false);
+    expect(isDirectLocalRequest('127.0.0.1', {})).toBe(false);
+    expect(isDirectLocalRequest('127.0.0.1', { host: 'localhost', 'x-forwarded-host': 'public.example' })).toBe(false);
   });
 });

@@ -27,7 +27,8 @@ export function createMagicLinks(
   options: MagicLinkOptions,
 ) {
   return {
-    async request(input: { email: string; redirect_url?: string }, clientAddress: string): Promise<{ expiresIn: number }> {
+    /** Sends the link; answers it too, for a development server that may show it to a local caller. */
+    async request(input: { email: string; redirect_url?: string }, clientAddress: string): Promise<{ expiresIn: number; link: string }> {
       const email = normalizeEmail(input.email);
       await enforce(deps.limiter, perAddress, clientAddress, 'sign-in requests from this address');
       await enforce(deps.limiter, perEmail, email, 'sign-in requests for this address');
@@ -53,7 +54,7 @@ export function createMagicLinks(
         text: `Sign in to Open Agent API with this link:\n\n${link}\n\nIt works once and expires in ${minutes} minutes. If you did not ask for it, ignore this message.\n`,
         html: `<p>Sign in to Open Agent API:</p><p><a href="${escapeHtml(link)}">Sign in</a></p><p>The link works once and expires in ${minutes} minutes. If you did not ask for it, ignore this message.</p>`,
       });
-      return { expiresIn: options.ttlSeconds };
+      return { expiresIn: options.ttlSeconds, link };
     },
 
     /** Redeems a token once; answers the access token and where the browser should go. */
@@ -96,4 +97,26 @@ export function redirectPolicy(publicUrl: string, allowedOrigins: string[]): (ur
       return false;
     }
   };
+}
+
+const PROXY_HEADERS = ['forwarded', 'x-forwarded-for', 'x-forwarded-host', 'x-real-ip'];
+
+function isLoopbackAddress(address: string): boolean {
+  const v4 = address.startsWith('::ffff:') ? address.slice(7) : address;
+  return v4.startsWith('127.') || address === '::1';
+}
+
+function isLoopbackHost(host: string | undefined): boolean {
+  if (!host) return false;
+  const name = host.startsWith('[') ? host.slice(0, host.indexOf(']') + 1) : host.replace(/:\d+$/, '');
+  return name === 'localhost' || name.endsWith('.localhost') || name === '[::1]' || isLoopbackAddress(name);
+}
+
+/**
+ * Whether a request came straight from this machine: over loopback, addressed to a loopback name, and
+ * through no proxy. A tunnel or a reverse proxy on the same machine also connects over loopback, but it
+ * forwards the public Host or adds its headers, so what it relays does not pass.
+ */
+export function isDirectLocalRequest(peerAddress: string, headers: Record<string, string | undefined>): boolean {
+  return isLoopbackAddress(peerAddress) && isLoopbackHost(headers.host) && PROXY_HEADERS.every((name) => headers[name] === undefined);
 }

@@ -3,6 +3,7 @@ import type { components } from '../../generated/openapi.gen.ts';
 import { notFound } from '../errors.ts';
 import { one, type Queryable } from '../store/db.ts';
 import { newId } from '../store/ids.ts';
+import { cursorOf, limitOf, toPage, type Page, type PageRequest } from '../store/pagination.ts';
 import type { RunEvent, TokenUsage } from './events.ts';
 
 type Schemas = components['schemas'];
@@ -200,6 +201,18 @@ export function createRunStore(db: Queryable) {
         [userId, where.agentId ?? null, where.sessionId ?? null, where.teamId ?? null],
       );
       return rows.map((row) => row.id);
+    },
+
+    /** A session's top-level runs (one per turn; member runs are their team run's), newest first. */
+    async inSession(userId: string, sessionId: string, request: PageRequest): Promise<Page<Run>> {
+      const limit = limitOf(request);
+      const rows = await db.query<RunRow>(
+        `SELECT ${COLUMNS} FROM runs
+         WHERE session_id = $1 AND user_id = $2 AND parent_run_id IS NULL AND ($3::text IS NULL OR id < $3)
+         ORDER BY id DESC LIMIT $4`,
+        [sessionId, userId, cursorOf(request, 'run'), limit + 1],
+      );
+      return toPage(rows, limit, toRun);
     },
 
     /** The runs a team run started for its members. */

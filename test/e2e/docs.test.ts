@@ -1,28 +1,16 @@
 // Builds the offline docs, serves them with scripts/serve-docs.ts and drives both pages in the system
 // Chromium with every request outside localhost refused, proving the pages need nothing from the internet.
-import { existsSync } from 'node:fs';
 import { mkdtemp, rm, symlink, writeFile } from 'node:fs/promises';
 import { get, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { buildDocs } from '../../scripts/build-docs.ts';
 import { listOperations } from '../../scripts/contract.ts';
 import { startDocsServer } from '../../scripts/serve-docs.ts';
-
-const chromiumPath = '/usr/bin/chromium';
-const localHosts = new Set(['127.0.0.1', 'localhost', '[::1]']);
-
-interface Trouble {
-  /** Requests the route refused because they were headed off this machine. */
-  blocked: string[];
-  /** Requests that failed for any other reason (refused ones show up here too, so they are filtered out). */
-  failed: string[];
-  /** Console errors and uncaught exceptions. CSP refusals land here as well. */
-  errors: string[];
-}
+import { expectNoTrouble, launchChromium, offlineContext, type Trouble } from './browser.ts';
 
 let tempDir: string;
 let server: Server;
@@ -36,11 +24,6 @@ const operations = listOperations();
 const patiently = { timeout: 30_000 };
 
 beforeAll(async () => {
-  if (!existsSync(chromiumPath)) {
-    throw new Error(
-      `${chromiumPath} is missing; this test drives the system Chromium. Install it with \`apt-get install -y chromium\` (CI does).`,
-    );
-  }
   tempDir = await mkdtemp(join(tmpdir(), 'oaa-docs-'));
   const docsRoot = join(tempDir, 'docs');
   await buildDocs({ outDir: docsRoot });
@@ -49,19 +32,7 @@ beforeAll(async () => {
   await symlink(join(tempDir, 'secret.txt'), join(docsRoot, 'redoc', 'leak.txt'));
   server = await startDocsServer(0, { root: docsRoot });
   base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  browser = await chromium.launch({
-    executablePath: chromiumPath,
-    args: [
-      '--headless',
-      '--no-sandbox',
-      '--disable-gpu',
-      '--disable-quic',
-      '--no-first-run',
-      '--disable-background-networking',
-      '--disable-component-update',
-      '--disable-sync',
-    ],
-  });
+  browser = await launchChromium();
 });
 
 afterAll(async () => {
@@ -74,17 +45,7 @@ afterAll(async () => {
 });
 
 async function newContext(): Promise<void> {
-  trouble = { blocked: [], failed: [], errors: [] };
-  context = await browser.newContext({ viewport: { width: 1400, height: 900 } });
-  await context.route('**/*', async (route) => {
-    const url = new URL(route.request().url());
-    if (url.protocol === 'data:' || url.protocol === 'blob:' || localHosts.has(url.host.replace(/:\d+$/, ''))) {
-      await route.continue();
-      return;
-    }
-    trouble.blocked.push(url.href);
-    await route.abort('blockedbyclient');
-  });
+  ({ context, trouble } = await offlineContext(browser));
 }
 
 afterEach(async () => {
@@ -94,25 +55,9 @@ afterEach(async () => {
 async function open(path: string): Promise<Page> {
   const page = await context.newPage();
   page.setDefaultTimeout(60_000);
-  page.on('console', (message) => {
-    // Warnings are ReDoc's sample generator musing about allOf; only errors mean something broke.
-    if (message.type() === 'error') trouble.errors.push(`console: ${message.text()}`);
-  });
-  page.on('pageerror', (error) => trouble.errors.push(`uncaught: ${error.message}`));
-  page.on('requestfailed', (request) => {
-    if (!trouble.blocked.includes(request.url())) {
-      trouble.failed.push(`${request.url()}: ${request.failure()?.errorText ?? 'unknown'}`);
-    }
-  });
   const response = await page.goto(base + path);
   expect(response?.status()).toBe(200);
   return page;
-}
-
-function expectNoTrouble(): void {
-  expect(trouble.blocked, 'requests that tried to leave localhost').toEqual([]);
-  expect(trouble.failed, 'failed requests').toEqual([]);
-  expect(trouble.errors, 'console errors').toEqual([]);
 }
 
 /** How far the top of a ReDoc section is from the top of the viewport, once the deep link has scrolled. */
@@ -146,7 +91,7 @@ describe('ReDoc page', () => {
     const results = page.locator('[data-role="search:results"]');
     await expect.poll(() => results.getByText('Chat with an agent').count(), patiently).toBeGreaterThan(0);
 
-    expectNoTrouble();
+    expectNoTrouble(trouble);
   });
 
   // Each link loads the page afresh (ReDoc reads the fragment once it has rendered), so this one is slow.
@@ -161,7 +106,7 @@ describe('ReDoc page', () => {
     // The short form is accepted and rewritten to the canonical one.
     const page = await open('/redoc/index.html#operation/createAgent');
     await expect.poll(() => page.evaluate(() => location.hash), patiently).toBe('#tag/Agents/operation/createAgent');
-    expectNoTrouble();
+    expectNoTrouble(trouble);
   });
 });
 
@@ -182,7 +127,7 @@ describe('Swagger UI page', () => {
 
     expect(await page.locator('.errors-wrapper').count(), 'spec errors shown by Swagger UI').toBe(0);
     expect(await page.locator('img[src*="validator"]').count(), 'validator badge').toBe(0);
-    expectNoTrouble();
+    expectNoTrouble(trouble);
   });
 
   it('opens the operation a deep link names', async () => {
@@ -200,7 +145,7 @@ describe('Swagger UI page', () => {
     // Tags with spaces are written with %20.
     const keys = await open('/swagger-ui/index.html#/API%20Keys/createApiKey');
     await keys.locator('#operations-API_Keys-createApiKey .opblock-body').waitFor();
-    expectNoTrouble();
+    expectNoTrouble(trouble);
   });
 });
 

@@ -21,7 +21,11 @@ export async function startServerProcess(env: Record<string, string>): Promise<S
     if (line.includes('"msg":"listening"')) listening(line);
   });
   const url = await new Promise<string>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`server did not start:\n${logs.join('\n')}`)), 60_000);
+    const timer = setTimeout(() => {
+      // Nobody gets a handle to a server that did not start, so nobody else would ever stop it.
+      void server.kill('SIGKILL');
+      reject(new Error(`server did not start:\n${logs.join('\n')}`));
+    }, 60_000);
     listening = (line) => {
       clearTimeout(timer);
       resolve(`http://127.0.0.1:${JSON.parse(line).port}`);
