@@ -83,7 +83,7 @@ function decodersFor(contentEncoding: string | undefined): (() => NodeJS.ReadWri
   return decoders;
 }
 
-function decodedBody(response: http.IncomingMessage): Readable {
+export function decodedBody(response: http.IncomingMessage): Readable {
   const decoders = decodersFor(response.headers['content-encoding']);
   if (!decoders || decoders.length === 0) return response;
   // Errors travel down the pipeline to its last stream, which is what is read.
