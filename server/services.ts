@@ -1,7 +1,7 @@
 // Builds every dependency of the app from the configuration: the store, the limiter, the mailer and the
 // identity services. server/main.ts and the tests both start here; tests override what they need.
 import path from 'node:path';
-import { Redis } from 'ioredis';
+import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import { createAccountPlans, type AccountPlans } from './billing/account-plans.ts';
 import { createBilling, type Billing } from './billing/billing.ts';
@@ -40,8 +40,6 @@ import type { ModelGateway } from './models/gateway.ts';
 import { createModelGateway } from './models/providers.ts';
 import type { Db } from './store/db.ts';
 import { migrate } from './store/migrate.ts';
-import { openPglite } from './store/pglite.ts';
-import { openPostgres } from './store/postgres.ts';
 import { createUsageMeter, type UsageMeter } from './usage/meter.ts';
 
 export interface Services {
@@ -99,9 +97,13 @@ export interface ServiceOverrides {
 }
 
 export async function openDatabase(config: Config, logger?: Logger): Promise<Db> {
-  return config.databaseUrl
-    ? openPostgres(config.databaseUrl, { onListenerError: (error) => logger?.warn({ err: error }, 'the database listener failed; reconnecting') })
-    : openPglite({ dataDir: path.join(config.dataDir, 'pglite') });
+  // Only the store in use is loaded: pg on PostgreSQL, PGlite and its WebAssembly build without DATABASE_URL.
+  if (config.databaseUrl) {
+    const { openPostgres } = await import('./store/postgres.ts');
+    return openPostgres(config.databaseUrl, { onListenerError: (error) => logger?.warn({ err: error }, 'the database listener failed; reconnecting') });
+  }
+  const { openPglite } = await import('./store/pglite.ts');
+  return openPglite({ dataDir: path.join(config.dataDir, 'pglite') });
 }
 
 export async function createServices(config: Config, overrides: ServiceOverrides = {}): Promise<Services> {
@@ -112,7 +114,8 @@ export async function createServices(config: Config, overrides: ServiceOverrides
   const instanceId = newInstanceId();
   const jobs = createJobs({ db, logger, instanceId });
   await jobs.start();
-  const redis = config.redisUrl ? new Redis(config.redisUrl, { maxRetriesPerRequest: 2, enableOfflineQueue: true }) : undefined;
+  // ioredis is loaded only when REDIS_URL asks for it.
+  const redis = config.redisUrl ? new (await import('ioredis')).Redis(config.redisUrl, { maxRetriesPerRequest: 2, enableOfflineQueue: true }) : undefined;
   const limiter = createRateLimiter({ ...(redis ? { redis } : {}), keyPrefix: `${config.redisKeyPrefix}:rl` });
   const mailer = overrides.mailer ?? createMailer({ smtpUrl: config.smtpUrl, from: config.mailFrom, logger });
   const isAllowedRedirect = redirectPolicy(config.publicUrl, config.allowedRedirectOrigins);

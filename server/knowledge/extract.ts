@@ -3,7 +3,6 @@
 // worker and no network).
 import type { ChildNode, Element } from 'domhandler';
 import { parseDocument } from 'htmlparser2';
-import { extractText as extractPdfText, getDocumentProxy, getMeta } from 'unpdf';
 import { ApiError } from '../errors.ts';
 
 export type DocumentType = 'text/plain' | 'text/markdown' | 'text/html' | 'application/pdf';
@@ -156,6 +155,8 @@ export function htmlToText(html: string): Extracted {
 }
 
 async function pdfToText(buffer: Buffer): Promise<Extracted> {
+  // Loaded at the first PDF, not at start-up: most servers never extract one.
+  const { extractText: extractPdfText, getDocumentProxy, getMeta } = await import('unpdf');
   let pdf;
   try {
     // verbosity 0: pdf.js would otherwise print its warnings about damaged files to the console.
