@@ -189,8 +189,19 @@ async function pdfToText(buffer: Buffer): Promise<Extracted> {
   }
 }
 
+/**
+ * The text of the first `# ` line, without trailing spaces and `#`s. Line by line and trimmed by hand: one
+ * multi-line regular expression with a lazy title costs the square of a long line's length.
+ */
 export function markdownTitle(text: string): string | undefined {
-  return /^ {0,3}# +(.+?)[ #]*$/m.exec(text)?.[1]?.trim() || undefined;
+  for (const line of text.split(/\r\n?|[\n\u2028\u2029]/)) {
+    const opening = /^ {0,3}# +/.exec(line);
+    if (!opening) continue;
+    let end = line.length;
+    while (end > opening[0].length && (line[end - 1] === ' ' || line[end - 1] === '#')) end--;
+    return line.slice(opening[0].length, end).trim() || undefined;
+  }
+  return undefined;
 }
 
 /** The text of a document of `type`. */
