@@ -32,6 +32,8 @@ export interface Config {
   /** PostgreSQL instead of PGlite when set. */
   databaseUrl: string | undefined;
   redisUrl: string | undefined;
+  /** The deadline of every Redis command; past it the rate limiter counts on this server alone. */
+  redisCommandTimeoutMs: number;
   /** Signs access tokens; generated once into DATA_DIR when unset. */
   jwtSecret: string | undefined;
   sessionTtlSeconds: number;
@@ -256,6 +258,7 @@ export function loadConfig(env: Env = process.env): Config {
     dataDir: readString(env, 'DATA_DIR') ?? './data',
     databaseUrl: readString(env, 'DATABASE_URL'),
     redisUrl: readString(env, 'REDIS_URL'),
+    redisCommandTimeoutMs: readInt(env, 'REDIS_COMMAND_TIMEOUT_MS', 500, 10, 60_000),
     jwtSecret: readSecret(env, 'JWT_SECRET'),
     sessionTtlSeconds: readInt(env, 'SESSION_TTL_SECONDS', 7 * 24 * 3600, 60, 365 * 24 * 3600),
     apiKeyCacheSeconds: readInt(env, 'API_KEY_CACHE_SECONDS', 10, 0, 3600),

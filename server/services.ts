@@ -114,9 +114,29 @@ export async function createServices(config: Config, overrides: ServiceOverrides
   const instanceId = newInstanceId();
   const jobs = createJobs({ db, logger, instanceId });
   await jobs.start();
-  // ioredis is loaded only when REDIS_URL asks for it.
-  const redis = config.redisUrl ? new (await import('ioredis')).Redis(config.redisUrl, { maxRetriesPerRequest: 2, enableOfflineQueue: true }) : undefined;
-  const limiter = createRateLimiter({ ...(redis ? { redis } : {}), keyPrefix: `${config.redisKeyPrefix}:rl` });
+  // Every command has a deadline (a Redis that accepts connections and never answers would otherwise
+  // hold each request); a connection that cannot be made is given up as quickly.
+  const redis = config.redisUrl
+    ? new (await import('ioredis')).Redis(config.redisUrl, {
+        maxRetriesPerRequest: 1,
+        enableOfflineQueue: true,
+        commandTimeout: config.redisCommandTimeoutMs,
+        connectTimeout: Math.max(1000, config.redisCommandTimeoutMs),
+      })
+    : undefined;
+  redis?.on('error', (error: unknown) => logger.debug({ err: error }, 'Redis connection error'));
+  const metrics = createMetrics();
+  const limiter = createRateLimiter({
+    ...(redis ? { redis } : {}),
+    keyPrefix: `${config.redisKeyPrefix}:rl`,
+    onStoreFailure(error, total) {
+      metrics.rateLimitStoreFailures.inc();
+      // One line per failure would flood the log while Redis is away; the metric counts every one.
+      if (total === 1 || total % 100 === 0) {
+        logger.warn({ err: error, failures: total }, 'Redis failed a rate-limit command; limiting on this server alone until it answers');
+      }
+    },
+  });
   const mailer = overrides.mailer ?? createMailer({ smtpUrl: config.smtpUrl, from: config.mailFrom, logger });
   const isAllowedRedirect = redirectPolicy(config.publicUrl, config.allowedRedirectOrigins);
   const apiKeys = createApiKeyStore(db, { clock, cacheTtlMs: config.apiKeyCacheSeconds * 1000 });
@@ -135,7 +155,6 @@ export async function createServices(config: Config, overrides: ServiceOverrides
           clock,
           isAllowedRedirect,
         });
-  const metrics = createMetrics();
   const models = await createModelGateway(config.models, { logger, clock, metrics });
   const oauth = createOAuthProviders(db, config.oauthProviders, { sessions }, { publicUrl: config.publicUrl, clock, isAllowedRedirect });
   // Every model call is metered and every quota check reads the month's tokens: writes go out in batches

@@ -5,6 +5,7 @@ import { one, type Queryable } from '../store/db.ts';
 import { newId } from '../store/ids.ts';
 import { cursorOf, limitOf, toPage, type Page, type PageRequest } from '../store/pagination.ts';
 import type { RunEvent, TokenUsage } from './events.ts';
+import { storableJson } from '../store/json.ts';
 
 type Schemas = components['schemas'];
 export type Run = Schemas['Run'];
@@ -125,10 +126,10 @@ export function createRunStore(db: Queryable) {
           runId,
           update.status,
           JSON.stringify(update.usage),
-          update.error ? JSON.stringify(update.error) : null,
-          update.requiredAction ? JSON.stringify(update.requiredAction) : null,
+          update.error ? storableJson(update.error) : null,
+          update.requiredAction ? storableJson(update.requiredAction) : null,
           FINISHED.includes(update.status),
-          update.state === undefined ? null : JSON.stringify(update.state),
+          update.state === undefined ? null : storableJson(update.state),
           JSON.stringify(from),
           owner ?? null,
         ],
@@ -141,7 +142,7 @@ export function createRunStore(db: Queryable) {
       await db.query(
         `INSERT INTO run_events (run_id, sequence_number, type, payload)
          SELECT e.value->>'run_id', (e.value->>'sequence_number')::int, e.value->>'type', e.value FROM jsonb_array_elements($1::jsonb) AS e`,
-        [JSON.stringify(events)],
+        [storableJson(events)],
       );
     },
 
