@@ -11,6 +11,7 @@ import { createAgentStore, type AgentStore } from './agents/agents.ts';
 import { createRunEngine, newInstanceId, type RunEngine } from './runs/engine.ts';
 import { createRunLifecycle, type RunLifecycle } from './runs/lifecycle.ts';
 import { EventSink } from './runs/recorder.ts';
+import { createRunSignals } from './runs/signals.ts';
 import { createServerTools } from './runs/tools.ts';
 import { createOutboundPolicy, type OutboundPolicy } from './net/outbound.ts';
 import { createAudioResolver } from './protocols/audio.ts';
@@ -162,6 +163,8 @@ export async function createServices(config: Config, overrides: ServiceOverrides
     lifecycle: runLifecycle,
     serverTools,
     instanceId,
+    signals: createRunSignals(db, logger),
+    jobs,
     clock,
     logger,
   });
