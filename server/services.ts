@@ -140,7 +140,7 @@ export async function createServices(config: Config, overrides: ServiceOverrides
   // every 100 ms, and a second's staleness of other instances' usage is fine for quotas.
   const usage = createUsageMeter(db, clock, { monthlyCacheMs: 1000, batchWindowMs: 100 });
   const lifecycle = createLifecycle();
-  const knowledge = await createKnowledge({ db, models, usage, logger, clock, config: config.knowledge });
+  const knowledge = await createKnowledge({ db, models, usage, logger, clock, config: config.knowledge, jobs });
   const agents = createAgentStore({ db, models, knowledge });
   const chatSessions = createChatSessionStore(db);
   const outbound = createOutboundPolicy({ allow: config.outboundAllow });
