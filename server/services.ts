@@ -33,6 +33,7 @@ import { createOAuthProviders, type OAuthProviders } from './identity/oauth.ts';
 import { createSessionStore, loadJwtSecret, type SessionStore } from './identity/sessions.ts';
 import { createLifecycle, type Lifecycle } from './lifecycle.ts';
 import { createQuotas, type Quotas } from './limits/quotas.ts';
+import { createLoadMonitor, type LoadMonitor } from './limits/load.ts';
 import { createRateLimiter, type RateLimiter } from './limits/rate-limiter.ts';
 import { createRequestLimits, type RequestLimits } from './limits/request-limit.ts';
 import { createLogger } from './logger.ts';
@@ -86,6 +87,8 @@ export interface Services {
   metrics: Metrics;
   /** The kept answers of requests with an Idempotency-Key. */
   idempotency: IdempotencyStore;
+  /** The event loop's delay, which decides when new runs are refused (load shedding). */
+  load: LoadMonitor;
   /** Durable background jobs (pg-boss): register a kind, enqueue jobs of it; they survive this process. */
   jobs: Jobs;
   databaseReady(): Promise<boolean>;
@@ -134,6 +137,7 @@ export async function createServices(config: Config, overrides: ServiceOverrides
           isAllowedRedirect,
         });
   const metrics = createMetrics();
+  const load = createLoadMonitor(config.overloadDelayMs);
   const models = await createModelGateway(config.models, { logger, clock, metrics });
   const oauth = createOAuthProviders(db, config.oauthProviders, { sessions }, { publicUrl: config.publicUrl, clock, isAllowedRedirect });
   // Every model call is metered and every quota check reads the month's tokens: writes go out in batches
@@ -231,11 +235,13 @@ export async function createServices(config: Config, overrides: ServiceOverrides
     metrics,
     idempotency: createIdempotencyStore(db, { clock, ttlSeconds: config.idempotencyTtlSeconds }),
     jobs,
+    load,
     async databaseReady() {
       await db.query('SELECT 1');
       return true;
     },
     async close() {
+      load.stop();
       await engine.stop();
       await jobs.stop(config.shutdownTimeoutMs);
       await knowledge.close();
