@@ -112,7 +112,7 @@ export function createApp(deps: Services, options: AppOptions = {}): Express {
     handlers,
     authenticator: deps.authenticator,
     validator: validatorFor(contract, config),
-    guards: limitGuards({ planOf: deps.accountPlans.planOf, requestLimits: deps.requestLimits, quotas: deps.quotas }),
+    guards: limitGuards({ load: deps.load, planOf: deps.accountPlans.planOf, requestLimits: deps.requestLimits, quotas: deps.quotas }),
     jsonParser: jsonBodyParser(config.bodyLimitBytes),
     // A document's text plus room for the JSON around it; the text itself is held to the limit exactly.
     jsonLimits: { createKnowledgeDocument: Math.max(config.bodyLimitBytes, config.knowledge.maxBytes + 64 * 1024) },

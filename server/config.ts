@@ -55,6 +55,8 @@ export interface Config {
   stripe: StripeConfig | undefined;
   /** Prefixes every key this server writes to Redis, so that deployments can share one. */
   redisKeyPrefix: string;
+  /** OVERLOAD_EVENT_LOOP_DELAY_MS: new runs and model calls get 503 + Retry-After while the event loop is this late (0: never). */
+  overloadDelayMs: number;
   /** The per-user request limit's window; a plan's requests_per_minute is scaled to it. */
   rateLimitWindowSeconds: number;
   /** How long the answer to a request with an Idempotency-Key is kept for retries. */
@@ -262,6 +264,8 @@ export function loadConfig(env: Env = process.env): Config {
     jwtSecret: readSecret(env, 'JWT_SECRET'),
     sessionTtlSeconds: readInt(env, 'SESSION_TTL_SECONDS', 7 * 24 * 3600, 60, 365 * 24 * 3600),
     apiKeyCacheSeconds: readInt(env, 'API_KEY_CACHE_SECONDS', 10, 0, 3600),
+    // Off in tests: a shared, busy test machine is not an overloaded server.
+    overloadDelayMs: readInt(env, 'OVERLOAD_EVENT_LOOP_DELAY_MS', nodeEnv === 'test' ? 0 : 250, 0, 60_000),
     smtpUrl: readString(env, 'SMTP_URL'),
     mailFrom: readString(env, 'MAIL_FROM') ?? 'Open Agent API <no-reply@localhost>',
     magicLinkTtlSeconds: readInt(env, 'MAGIC_LINK_TTL_SECONDS', 15 * 60, 60, 24 * 3600),

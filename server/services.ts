@@ -11,6 +11,7 @@ import { createAgentStore, type AgentStore } from './agents/agents.ts';
 import { createRunEngine, newInstanceId, type RunEngine } from './runs/engine.ts';
 import { createRunLifecycle, type RunLifecycle } from './runs/lifecycle.ts';
 import { EventSink } from './runs/recorder.ts';
+import { createRunSignals } from './runs/signals.ts';
 import { createServerTools } from './runs/tools.ts';
 import { createOutboundPolicy, type OutboundPolicy } from './net/outbound.ts';
 import { createAudioResolver } from './protocols/audio.ts';
@@ -32,6 +33,7 @@ import { createOAuthProviders, type OAuthProviders } from './identity/oauth.ts';
 import { createSessionStore, loadJwtSecret, type SessionStore } from './identity/sessions.ts';
 import { createLifecycle, type Lifecycle } from './lifecycle.ts';
 import { createQuotas, type Quotas } from './limits/quotas.ts';
+import { createLoadMonitor, type LoadMonitor } from './limits/load.ts';
 import { createRateLimiter, type RateLimiter } from './limits/rate-limiter.ts';
 import { createRequestLimits, type RequestLimits } from './limits/request-limit.ts';
 import { createLogger } from './logger.ts';
@@ -83,6 +85,8 @@ export interface Services {
   metrics: Metrics;
   /** The kept answers of requests with an Idempotency-Key. */
   idempotency: IdempotencyStore;
+  /** The event loop's delay, which decides when new runs are refused (load shedding). */
+  load: LoadMonitor;
   /** Durable background jobs (pg-boss): register a kind, enqueue jobs of it; they survive this process. */
   jobs: Jobs;
   databaseReady(): Promise<boolean>;
@@ -155,13 +159,14 @@ export async function createServices(config: Config, overrides: ServiceOverrides
           clock,
           isAllowedRedirect,
         });
+  const load = createLoadMonitor(config.overloadDelayMs);
   const models = await createModelGateway(config.models, { logger, clock, metrics });
   const oauth = createOAuthProviders(db, config.oauthProviders, { sessions }, { publicUrl: config.publicUrl, clock, isAllowedRedirect });
   // Every model call is metered and every quota check reads the month's tokens: writes go out in batches
   // every 100 ms, and a second's staleness of other instances' usage is fine for quotas.
   const usage = createUsageMeter(db, clock, { monthlyCacheMs: 1000, batchWindowMs: 100 });
   const lifecycle = createLifecycle();
-  const knowledge = await createKnowledge({ db, models, usage, logger, clock, config: config.knowledge });
+  const knowledge = await createKnowledge({ db, models, usage, logger, clock, config: config.knowledge, jobs });
   const agents = createAgentStore({ db, models, knowledge });
   const chatSessions = createChatSessionStore(db);
   const outbound = createOutboundPolicy({ allow: config.outboundAllow });
@@ -184,6 +189,8 @@ export async function createServices(config: Config, overrides: ServiceOverrides
     lifecycle: runLifecycle,
     serverTools,
     instanceId,
+    signals: createRunSignals(db, logger),
+    jobs,
     clock,
     logger,
   });
@@ -250,11 +257,13 @@ export async function createServices(config: Config, overrides: ServiceOverrides
     metrics,
     idempotency: createIdempotencyStore(db, { clock, ttlSeconds: config.idempotencyTtlSeconds }),
     jobs,
+    load,
     async databaseReady() {
       await db.query('SELECT 1');
       return true;
     },
     async close() {
+      load.stop();
       await engine.stop();
       await jobs.stop(config.shutdownTimeoutMs);
       await knowledge.close();

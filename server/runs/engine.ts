@@ -18,11 +18,22 @@ import { runLoop, type LoopIO, type LoopOutcome, type LoopSpec, type LoopState, 
 import { AsyncQueue } from './queue.ts';
 import { checkNewMessages, checkTranscript, mergeClientTools } from './rules.ts';
 import type { RunRow, RunStore } from './store.ts';
+import type { RunSignals } from './signals.ts';
 import type { ServerToolsFor } from './tools.ts';
+import type { Jobs } from '../jobs/jobs.ts';
 
 const HEARTBEAT_MS = 5_000;
-const SWEEP_MS = 30_000;
-const FOLLOW_POLL_MS = 250;
+/** How often a server looks for runs whose server died (an indexed look at the open runs, and a lock try per owner). */
+const DEATH_CHECK_MS = 2_000;
+/**
+ * A follower of a run on another server is woken by the database's notifications; this is only how long
+ * it waits at most between two looks at the store, should a notification never come.
+ */
+const FOLLOW_SAFETY_MS = 15_000;
+/** How long a cancel waits for the run's server to end the run before answering. */
+const CANCEL_WAIT_MS = 5_000;
+/** The job that fails the runs of a server that died: one per dead server, done by whichever server takes it. */
+export const FAIL_ORPHANS_JOB = 'runs.fail-orphans';
 
 /** Why a run's signal was aborted. */
 type StopReason = 'canceled' | 'timeout' | 'shutdown' | 'storage';
@@ -124,6 +135,10 @@ export interface EngineDeps {
   serverTools: ServerToolsFor;
   /** This server's id, the owner of the runs it executes. */
   instanceId: string;
+  /** How servers hear of each other's run events and cancellations. */
+  signals: RunSignals;
+  /** When given, the runs of dead servers are failed by a durable job, taken by exactly one server. */
+  jobs?: Jobs | undefined;
   clock: () => number;
   logger: Logger;
 }
@@ -358,8 +373,43 @@ export function createRunEngine(deps: EngineDeps): RunEngine {
       await lifecycle.endStored(run, { status: 'canceled' }, { from: ['requires_action'] });
       return runs.get(userId, runId);
     }
-    if (run.status === 'in_progress' || run.status === 'queued') await runs.requestCancel(runId);
-    return run;
+    if (run.status !== 'in_progress' && run.status !== 'queued') return run;
+    return cancelElsewhere(userId, run);
+  }
+
+  /**
+   * Cancels a run another server executes: its server hears of it at once and ends the run; the answer
+   * waits (bounded) for that end, so that it shows the run cancelled. A run whose server is gone is
+   * cancelled here, on the same condition as the job that fails such runs, so only one of them ends it.
+   */
+  async function cancelElsewhere(userId: string, run: RunRow): Promise<RunRow> {
+    let woken: () => void = () => undefined;
+    const unwatch = deps.signals.watch(run.id, () => woken());
+    try {
+      const owner = await runs.requestCancel(run.id);
+      if (owner === undefined) return await runs.get(userId, run.id);
+      if (owner !== deps.instanceId && (await ownerIsGone(owner))) {
+        await endOrphan(run, owner, { status: 'canceled' });
+        for (const member of await runs.children(run.id)) await endOrphan(member, owner, { status: 'canceled' });
+        return await runs.get(userId, run.id);
+      }
+      const deadline = performance.now() + CANCEL_WAIT_MS;
+      for (;;) {
+        const wake = new Promise<void>((resolve) => (woken = resolve));
+        const current = await runs.get(userId, run.id);
+        const left = deadline - performance.now();
+        if ((current.status !== 'in_progress' && current.status !== 'queued') || left <= 0) return current;
+        await new Promise<void>((resolve) => {
+          const timer = setTimeout(resolve, left);
+          void wake.then(() => {
+            clearTimeout(timer);
+            resolve();
+          });
+        });
+      }
+    } finally {
+      unwatch();
+    }
   }
 
   async function* follow(userId: string, runId: string, after: number, signal: AbortSignal): AsyncGenerator<RunEvent> {
@@ -372,8 +422,20 @@ export function createRunEngine(deps: EngineDeps): RunEngine {
       buffered.push(event);
       if (isTerminal(event)) buffered.close();
     });
+    // A run executing elsewhere (or nowhere any more): every server's stored events are announced.
+    let pending: boolean;
+    let woken: (() => void) | undefined;
+    const wake = () => {
+      pending = true;
+      woken?.();
+    };
+    const unwatch = local ? undefined : deps.signals.watch(runId, (sequence) => {
+      if (sequence === undefined || sequence > last) wake();
+    });
+    signal.addEventListener('abort', wake);
     try {
       for (;;) {
+        pending = false;
         const stored = await runs.events(runId, last, 500);
         for (const event of stored) {
           last = event.sequence_number;
@@ -393,31 +455,69 @@ export function createRunEngine(deps: EngineDeps): RunEngine {
         }
         run = await runs.get(userId, runId);
         if (run.status !== 'in_progress' && run.status !== 'queued' && last >= run.last_sequence_number) return;
-        await new Promise((resolve) => setTimeout(resolve, FOLLOW_POLL_MS));
+        if (signal.aborted) return;
+        if (!pending) {
+          await new Promise<void>((resolve) => {
+            const timer = setTimeout(resolve, FOLLOW_SAFETY_MS);
+            woken = () => {
+              clearTimeout(timer);
+              resolve();
+            };
+          });
+          woken = undefined;
+        }
         if (signal.aborted) return;
       }
     } finally {
       unsubscribe?.();
+      unwatch?.();
+      signal.removeEventListener('abort', wake);
     }
   }
 
+  const orphanError = { code: 'internal_error' as const, message: 'The server running this run stopped before it finished.' };
+
+  /** Ends a dead server's run, if it is still that server's and unfinished: of all who try, one does. */
+  async function endOrphan(run: RunRow, owner: string, ending: RunEnding = { status: 'failed', error: orphanError }): Promise<boolean> {
+    return (await lifecycle.endStored(run, ending, { from: ['queued', 'in_progress'], owner })) !== undefined;
+  }
+
+  /** Fails every unfinished run of a dead server. Safe to repeat and to run on several servers at once. */
+  async function failOrphansOf(owner: string): Promise<number> {
+    let failed = 0;
+    for (const orphan of await runs.orphansOf(owner)) if (await endOrphan(orphan, owner)) failed += 1;
+    if (failed > 0) logger.warn({ failed, owner }, 'marked the runs of a stopped server failed');
+    return failed;
+  }
+
+  /** The servers that own unfinished runs and are gone. */
+  async function deadOwners(): Promise<string[]> {
+    const dead: string[] = [];
+    for (const owner of await runs.activeOwners(deps.instanceId)) {
+      if (deps.db.engine === 'pglite' || (await ownerIsGone(owner))) dead.push(owner);
+    }
+    return dead;
+  }
+
+  /** Fails the runs of servers that are gone, here and now. */
   async function sweep(): Promise<number> {
     let failed = 0;
-    const error = { code: 'internal_error' as const, message: 'The server running this run stopped before it finished.' };
-    for (const owner of await runs.activeOwners(deps.instanceId)) {
-      const dead = deps.db.engine === 'pglite' || (await ownerIsGone(owner));
-      if (!dead) continue;
-      for (const orphan of await runs.orphansOf(owner)) {
-        const ended = await lifecycle.endStored(orphan, { status: 'failed', error }, { from: ['queued', 'in_progress'], owner });
-        if (ended) failed += 1;
-      }
-    }
-    if (failed > 0) logger.warn({ failed }, 'marked the runs of stopped servers failed');
+    for (const owner of await deadOwners()) failed += await failOrphansOf(owner);
     return failed;
+  }
+
+  /** Hands each dead server's runs to the job queue; whichever server takes the job fails them. */
+  async function detectDeaths(): Promise<void> {
+    if (!deps.jobs) {
+      await sweep();
+      return;
+    }
+    for (const owner of await deadOwners()) await deps.jobs.enqueue(FAIL_ORPHANS_JOB, { owner }, { key: owner });
   }
 
   /** A server holds a session advisory lock on its id while it lives; if we can take it, it is gone. */
   async function ownerIsGone(owner: string): Promise<boolean> {
+    if (deps.db.engine === 'pglite') return owner !== deps.instanceId;
     return deps.db.transaction(async (tx) => {
       const [row] = await tx.query<{ free: boolean }>('SELECT pg_try_advisory_xact_lock(hashtext($1)) AS free', [owner]);
       return row?.free === true;
@@ -451,6 +551,16 @@ export function createRunEngine(deps: EngineDeps): RunEngine {
           });
         });
       }
+      deps.signals.onCancel((runId) => live.get(runId)?.controller.abort('canceled' satisfies StopReason));
+      await deps.signals.start();
+      await deps.jobs?.register<{ owner: string }>(
+        FAIL_ORPHANS_JOB,
+        async ({ owner }) => {
+          // Checked again by whoever takes the job: a server that only lost its connection for a moment keeps its runs.
+          if (await ownerIsGone(owner)) await failOrphansOf(owner);
+        },
+        { concurrency: 1 },
+      );
       await sweep();
       heartbeat = setInterval(() => {
         void runs
@@ -460,9 +570,12 @@ export function createRunEngine(deps: EngineDeps): RunEngine {
           })
           .catch((error: unknown) => logger.warn({ err: error }, 'run heartbeat failed'));
       }, HEARTBEAT_MS);
-      sweeper = setInterval(() => void sweep().catch((error: unknown) => logger.warn({ err: error }, 'run sweep failed')), SWEEP_MS);
+      // PGlite serves one process: the only dead server is the one before this, swept above.
+      if (deps.db.engine === 'postgres') {
+        sweeper = setInterval(() => void detectDeaths().catch((error: unknown) => logger.warn({ err: error }, 'looking for dead servers failed')), DEATH_CHECK_MS);
+        sweeper.unref();
+      }
       heartbeat.unref();
-      sweeper.unref();
     },
 
     /** Ends every live run with a final event (shutdown) and stops the timers. */
@@ -473,6 +586,7 @@ export function createRunEngine(deps: EngineDeps): RunEngine {
       const pending = [...live.values()];
       for (const run of pending) run.controller.abort('shutdown' satisfies StopReason);
       await Promise.allSettled(pending.map((run) => run.done));
+      await deps.signals.stop();
       releaseOwnership?.();
       await ownershipHeld?.catch(() => undefined);
     },
