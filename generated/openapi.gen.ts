@@ -3790,8 +3790,10 @@ export interface components {
         ItemsLimit: number;
         /** @description `desc` (newest first, the default) or `asc`. */
         ItemsOrder: "asc" | "desc";
-        /** @description Extra fields to include; see `include` on response creation. */
-        ItemsInclude: components["schemas"]["ResponseIncludable"][];
+        /** @description Extra fields to include, as on response creation; a value this server cannot give is refused with 400. */
+        ItemsInclude: string[];
+        /** @description `include` as the OpenAI SDKs write arrays in queries (`include[]=…`). */
+        ItemsIncludeBrackets: string[];
     };
     requestBodies: never;
     headers: {
@@ -6371,8 +6373,10 @@ export interface operations {
                 stream?: boolean;
                 /** @description With `stream`, the `sequence_number` after which to start. */
                 starting_after?: number;
-                /** @description Accepted for compatibility; see `include` on creation. */
-                include?: components["schemas"]["ResponseIncludable"][];
+                /** @description Extra fields to include, as on response creation; a value this server cannot give is refused with 400. */
+                include?: components["parameters"]["ItemsInclude"];
+                /** @description `include` as the OpenAI SDKs write arrays in queries (`include[]=…`). */
+                "include[]"?: components["parameters"]["ItemsIncludeBrackets"];
                 /** @description A hint; this server does not pad stream events. */
                 include_obfuscation?: boolean;
             };
@@ -6465,8 +6469,10 @@ export interface operations {
                 limit?: components["parameters"]["ItemsLimit"];
                 /** @description `desc` (newest first, the default) or `asc`. */
                 order?: components["parameters"]["ItemsOrder"];
-                /** @description Extra fields to include; see `include` on response creation. */
+                /** @description Extra fields to include, as on response creation; a value this server cannot give is refused with 400. */
                 include?: components["parameters"]["ItemsInclude"];
+                /** @description `include` as the OpenAI SDKs write arrays in queries (`include[]=…`). */
+                "include[]"?: components["parameters"]["ItemsIncludeBrackets"];
             };
             header?: never;
             path: {
@@ -6616,8 +6622,10 @@ export interface operations {
                 limit?: components["parameters"]["ItemsLimit"];
                 /** @description `desc` (newest first, the default) or `asc`. */
                 order?: components["parameters"]["ItemsOrder"];
-                /** @description Extra fields to include; see `include` on response creation. */
+                /** @description Extra fields to include, as on response creation; a value this server cannot give is refused with 400. */
                 include?: components["parameters"]["ItemsInclude"];
+                /** @description `include` as the OpenAI SDKs write arrays in queries (`include[]=…`). */
+                "include[]"?: components["parameters"]["ItemsIncludeBrackets"];
             };
             header?: never;
             path: {
@@ -6647,8 +6655,10 @@ export interface operations {
     createConversationItems: {
         parameters: {
             query?: {
-                /** @description Extra fields to include; see `include` on response creation. */
+                /** @description Extra fields to include, as on response creation; a value this server cannot give is refused with 400. */
                 include?: components["parameters"]["ItemsInclude"];
+                /** @description `include` as the OpenAI SDKs write arrays in queries (`include[]=…`). */
+                "include[]"?: components["parameters"]["ItemsIncludeBrackets"];
             };
             header?: never;
             path: {
@@ -6682,8 +6692,10 @@ export interface operations {
     getConversationItem: {
         parameters: {
             query?: {
-                /** @description Extra fields to include; see `include` on response creation. */
+                /** @description Extra fields to include, as on response creation; a value this server cannot give is refused with 400. */
                 include?: components["parameters"]["ItemsInclude"];
+                /** @description `include` as the OpenAI SDKs write arrays in queries (`include[]=…`). */
+                "include[]"?: components["parameters"]["ItemsIncludeBrackets"];
             };
             header?: never;
             path: {
