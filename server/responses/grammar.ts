@@ -33,6 +33,8 @@ export function checkResponseStream(events: AnyEvent[], options: { from?: number
     if (!resumed && index === 0 && event.type !== 'response.created') problem(index, 'the first event must be response.created');
     if (!resumed && index === 1 && event.type !== 'response.in_progress' && event.type !== 'response.queued') problem(index, 'the second event must be response.in_progress');
     const slot = event.output_index === undefined ? undefined : open.get(event.output_index);
+    // A resumed stream may begin inside an item it never saw added: nothing is known of that item.
+    if (resumed && event.output_index !== undefined && !slot && event.type !== 'response.output_item.added') return;
     switch (event.type) {
       case 'response.output_item.added':
         if (!resumed && event.output_index !== nextIndex) problem(index, `output_index ${event.output_index}, expected ${nextIndex}`);
