@@ -145,6 +145,31 @@ describe.each(await availableEngines())('the Responses API on %s', (engine) => {
     ]);
   });
 
+  it('runs a team: the leader\'s delegation is an mcp_call item, the member\'s own work stays in its run', async () => {
+    const member = await user.client.POST('/v1/agents', { body: { name: 'Counter', server_tools: ['calculator'] } });
+    const team = await user.client.POST('/v1/teams', { body: { name: 'Desk', members: [{ agent_id: member.data!.id }] } });
+    const events = await streamed({ model: `team:${team.data!.id}`, input: 'ask_counter {"task": "calculator {\\"expression\\": \\"2+3\\"}"}', stream: true });
+    const response = (events.at(-1) as OpenAI.Responses.ResponseCompletedEvent).response;
+    expect(response.status).toBe('completed');
+    expect(response.output[0]).toMatchObject({ type: 'mcp_call', name: 'ask_counter', output: 'calculator returned: 5.', status: 'completed' });
+    expect(response.output.filter((item) => item.type === 'mcp_call')).toHaveLength(1);
+    expect(response.output.at(-1)).toMatchObject({ type: 'message', role: 'assistant' });
+  });
+
+  it('sends image parts to the model as chat image parts', async () => {
+    upstream.enqueue({ text: 'A red pixel.' });
+    const image = 'data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg==';
+    const response = await openai.responses.create({
+      model: 'scripted',
+      input: [{ role: 'user', content: [{ type: 'input_text', text: 'What is this?' }, { type: 'input_image', image_url: image, detail: 'low' }] }],
+    });
+    expect(response.output_text).toBe('A red pixel.');
+    const sent = upstream.requests.at(-1)!.body as { messages: { content: unknown }[] };
+    expect(sent.messages[0]!.content).toEqual([{ type: 'text', text: 'What is this?' }, { type: 'image_url', image_url: { url: image, detail: 'low' } }]);
+    const items = await openai.responses.inputItems.list(response.id);
+    expect(items.data[0]).toMatchObject({ type: 'message', content: [{ type: 'input_text' }, { type: 'input_image', image_url: image, detail: 'low' }] });
+  });
+
   it('keeps a conversation: items in and out, and its history reaches the next response', async () => {
     const conversation = await openai.conversations.create({ metadata: { topic: 'test' }, items: [{ type: 'message', role: 'user', content: 'Remember blue.' }] });
     expect(conversation).toMatchObject({ object: 'conversation', metadata: { topic: 'test' } });
