@@ -8,7 +8,7 @@ import { availableEngines } from '../testing/database.ts';
 import { startFakeOpenAI, type FakeOpenAI } from '../testing/fake-openai.ts';
 import { startTestServer, type TestServer, type TestUser } from '../testing/harness.ts';
 import { unlimitedPlanEnv } from '../testing/plans.ts';
-import { checkResponseStream } from './grammar.ts';
+import { checkResponseStream } from '../../conformance/responses-stream.ts';
 
 describe.each(await availableEngines())('background responses on %s', (engine) => {
   let home: TestServer;

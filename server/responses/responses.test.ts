@@ -7,7 +7,7 @@ import { availableEngines } from '../testing/database.ts';
 import { startFakeOpenAI, type FakeOpenAI } from '../testing/fake-openai.ts';
 import { startTestServer, type TestServer, type TestUser } from '../testing/harness.ts';
 import { unlimitedPlanEnv } from '../testing/plans.ts';
-import { checkResponseStream } from './grammar.ts';
+import { checkResponseStream } from '../../conformance/responses-stream.ts';
 
 const weather = { type: 'function' as const, name: 'get_weather', description: 'The weather in a city', parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] }, strict: false };
 
