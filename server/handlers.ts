@@ -7,6 +7,7 @@ import { identityHandlers } from './identity/handlers.ts';
 import { protocolHandlers } from './protocols/handlers.ts';
 import { createOpenAIModels } from './protocols/openai-models.ts';
 import { knowledgeHandlers } from './knowledge/handlers.ts';
+import { responseHandlers } from './responses/handlers.ts';
 import { runHandlers } from './runs/handlers.ts';
 import { sessionHandlers } from './sessions/handlers.ts';
 import { teamHandlers } from './teams/handlers.ts';
@@ -46,5 +47,11 @@ export function buildHandlers(services: Services, contract: Contract) {
       }),
     }),
     ...knowledgeHandlers(services),
+    ...responseHandlers({
+      ...services,
+      async checkRunQuota(userId) {
+        await services.quotas.enforce(userId, await services.accountPlans.planOf(userId), ['runs_per_day']);
+      },
+    }),
   } satisfies AppHandlers;
 }

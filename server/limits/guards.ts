@@ -29,7 +29,7 @@ const RUN_OPERATIONS: readonly OperationId[] = [
   'runTeamWithAgUi',
 ];
 /** A run calls models too, so it spends tokens as well as a run. */
-const MODEL_OPERATIONS: readonly OperationId[] = ['createChatCompletion', 'createCompletion', 'createEmbedding', ...RUN_OPERATIONS];
+const MODEL_OPERATIONS: readonly OperationId[] = ['createChatCompletion', 'createCompletion', 'createEmbedding', 'createResponse', ...RUN_OPERATIONS];
 const RESOURCE_OPERATIONS: Partial<Record<OperationId, readonly QuotaMetric[]>> = {
   createAgent: ['agents'],
   createTeam: ['teams'],
