@@ -112,6 +112,7 @@ export function createApp(deps: Services, options: AppOptions = {}): Express {
     mcpEndpoint({
       ...deps,
       publicUrl: config.publicUrl,
+      corsOrigins: config.corsOrigins,
       bodyLimitBytes: config.bodyLimitBytes,
       planOf: deps.accountPlans.planOf,
     }),

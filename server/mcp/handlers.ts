@@ -24,6 +24,8 @@ import type { Knowledge } from '../knowledge/service.ts';
 
 export interface McpEndpointDeps {
   publicUrl: string;
+  /** Browser origins allowed besides PUBLIC_URL's own (CORS_ORIGINS). */
+  corsOrigins: string[];
   bodyLimitBytes: number;
   authenticator: Authenticator;
   agents: AgentStore;
@@ -225,8 +227,26 @@ export function mcpEndpoint(deps: McpEndpointDeps): Router {
   const node = toNodeHandler(handler);
   const challenge = (error: string | undefined) => `Bearer resource_metadata="${metadataUrl}"${error ? `, error="${error}"` : ''}`;
 
+  const publicOrigin = new URL(deps.publicUrl).origin;
+  const LOOPBACK = new Set(['localhost', '127.0.0.1', '[::1]']);
+  // A server on a loopback address (development) takes any loopback origin, whatever port the page has.
+  const loopbackServer = LOOPBACK.has(new URL(deps.publicUrl).hostname);
+  const allowedOrigin = (origin: string) => {
+    if (origin === publicOrigin || deps.corsOrigins.includes(origin) || deps.corsOrigins.includes('*')) return true;
+    try {
+      return loopbackServer && LOOPBACK.has(new URL(origin).hostname);
+    } catch {
+      return false;
+    }
+  };
   router.all('/mcp', express.json({ limit: deps.bodyLimitBytes }), async (req, res, next) => {
     try {
+      // A web page elsewhere must not drive the endpoint through a browser (DNS rebinding): the spec asks
+      // servers to check Origin.
+      const origin = req.headers.origin;
+      if (origin !== undefined && !allowedOrigin(origin)) {
+        throw new ApiError('forbidden', `Requests from the origin ${origin} are not allowed here.`);
+      }
       let principal: Principal;
       try {
         principal = await authenticateRequest(req, deps.authenticator);
