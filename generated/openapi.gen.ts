@@ -1969,6 +1969,13 @@ export interface components {
             /** @description Collections the agent searches with `knowledge_search`. */
             knowledge_collections?: components["schemas"]["CollectionName"][];
             /**
+             * @description Remote MCP servers (Streamable HTTP) whose tools the agent may call. Their tools are listed when a
+             *     run starts and offered to the model as `<server name>__<tool name>`. Header values are stored
+             *     encrypted and answered masked; on update, a header whose value is the mask keeps its stored value.
+             */
+            mcp_servers?: components["schemas"]["McpServerInput"][];
+            server_tool_approvals?: components["schemas"]["ServerToolApprovals"];
+            /**
              * @description The most model calls one run may make.
              * @default 10
              */
@@ -1986,6 +1993,13 @@ export interface components {
             tools?: components["schemas"]["FunctionTool"][];
             server_tools?: components["schemas"]["ServerToolName"][];
             knowledge_collections?: components["schemas"]["CollectionName"][];
+            /**
+             * @description Remote MCP servers (Streamable HTTP) whose tools the agent may call. Their tools are listed when a
+             *     run starts and offered to the model as `<server name>__<tool name>`. Header values are stored
+             *     encrypted and answered masked; on update, a header whose value is the mask keeps its stored value.
+             */
+            mcp_servers?: components["schemas"]["McpServerInput"][];
+            server_tool_approvals?: components["schemas"]["ServerToolApprovals"];
             max_steps?: number;
             run_timeout_seconds?: number;
             metadata?: components["schemas"]["Metadata"];
@@ -2002,11 +2016,86 @@ export interface components {
             tools: components["schemas"]["FunctionTool"][];
             server_tools: components["schemas"]["ServerToolName"][];
             knowledge_collections: components["schemas"]["CollectionName"][];
+            mcp_servers: components["schemas"]["McpServer"][];
+            server_tool_approvals: components["schemas"]["ServerToolApprovals"];
             max_steps: number;
             run_timeout_seconds: number;
             metadata: components["schemas"]["Metadata"];
             created_at: components["schemas"]["Timestamp"];
             updated_at: components["schemas"]["Timestamp"];
+        };
+        /** @description A remote MCP server's name within an agent; its tools are offered as `<name>__<tool>`. */
+        McpServerName: string;
+        /**
+         * @description Whether a server-side tool call waits for the client's approval: `always_allow`, `always_ask`, or
+         *     `{ask_if: <JSON Schema>}` to ask only when the call's arguments match the schema.
+         */
+        ApprovalPolicy: ("always_allow" | "always_ask") | {
+            /** @description A JSON Schema (2020-12) over the call's arguments object. */
+            ask_if: {
+                [key: string]: unknown;
+            };
+        };
+        /** @description Approval policies of built-in tools by name; `always_allow` for any not named. */
+        ServerToolApprovals: {
+            [key: string]: components["schemas"]["ApprovalPolicy"];
+        };
+        McpServerInput: {
+            name: components["schemas"]["McpServerName"];
+            /**
+             * Format: uri
+             * @description The server's Streamable HTTP endpoint (http or https; private addresses only if the operator allows them).
+             */
+            url: string;
+            /** @description Headers sent with every request (for example `Authorization`); stored encrypted. */
+            headers?: {
+                [key: string]: string;
+            };
+            /** @description Only these of the server's tools are offered; all when omitted. */
+            allowed_tools?: string[];
+            approval?: components["schemas"]["ApprovalPolicy"];
+            /** @description Policies for single tools (by the server's tool name), over `approval` (whose default is `always_ask`). */
+            tool_approvals?: {
+                [key: string]: components["schemas"]["ApprovalPolicy"];
+            };
+        };
+        McpServer: {
+            name: components["schemas"]["McpServerName"];
+            url: string;
+            /** @description The header names, each value masked as `********`. */
+            headers: {
+                [key: string]: string;
+            };
+            /** @description `null` when every tool is offered. */
+            allowed_tools: string[] | null;
+            approval: components["schemas"]["ApprovalPolicy"];
+            tool_approvals: {
+                [key: string]: components["schemas"]["ApprovalPolicy"];
+            };
+        };
+        /** @description Set when the tool is a remote MCP server's. */
+        McpCallInfo: {
+            server: components["schemas"]["McpServerName"];
+            tool: string;
+        };
+        ApprovalRequest: {
+            tool_call_id: string;
+            /** @description The tool as the model named it. */
+            name: string;
+            mcp?: components["schemas"]["McpCallInfo"];
+        };
+        ApprovalAnswer: {
+            tool_call_id: string;
+            /** @enum {string} */
+            decision: "approve" | "deny";
+            /** @description Why; a denial's reason is given to the model. */
+            reason?: string;
+        };
+        /** @description The decision a call ran (or was refused) under, when it waited for approval. */
+        ApprovalDecision: {
+            /** @enum {string} */
+            decision: "approve" | "deny";
+            reason?: string;
         };
         AgentList: {
             /** @constant */
@@ -2016,7 +2105,10 @@ export interface components {
             next_cursor: components["schemas"]["Cursor"];
         };
         ChatRequest: {
-            /** @description The new messages of this turn. With a `session_id`, the server adds the stored history before them. */
+            /**
+             * @description The new messages of this turn. With a `session_id`, the server adds the stored history before them.
+             *     May be empty only when `approvals` answers everything the run waits for.
+             */
             messages: components["schemas"]["ChatMessage"][];
             session_id?: components["schemas"]["ResourceId"];
             /**
@@ -2026,6 +2118,10 @@ export interface components {
              *     they run). Names must be unique here and may not be a server-side tool's.
              */
             tools?: components["schemas"]["FunctionTool"][];
+            /** @description Remote MCP servers for this turn, besides the agent's own (a server named like one of the agent's replaces it). */
+            mcp_servers?: components["schemas"]["McpServerInput"][];
+            /** @description The answers to the approvals the run waits for (`required_action.approvals`), one per call. */
+            approvals?: components["schemas"]["ApprovalAnswer"][];
             /**
              * @description Answer server-sent events; so does `Accept: text/event-stream`.
              * @default false
@@ -2049,11 +2145,16 @@ export interface components {
             role: string | null;
             is_leader: boolean;
         };
-        /** @description The client-side tool calls the run waits for. */
+        /** @description The client-side tool calls (and the approvals) the run waits for. */
         RequiredAction: {
             /** @constant */
             type: "submit_tool_outputs";
             tool_calls: components["schemas"]["ToolCall"][];
+            /**
+             * @description Which of `tool_calls` are server-side tool calls waiting for approval rather than client-side
+             *     tools: answer them with `approvals`, not with tool messages.
+             */
+            approvals?: components["schemas"]["ApprovalRequest"][];
             from?: components["schemas"]["Speaker"];
         };
         RunErrorInfo: {
@@ -2151,6 +2252,8 @@ export interface components {
             created_at: components["schemas"]["Timestamp"];
             from?: components["schemas"]["Speaker"];
             tool_call: components["schemas"]["ToolCall"];
+            mcp?: components["schemas"]["McpCallInfo"];
+            approval?: components["schemas"]["ApprovalDecision"];
             /**
              * @description Set when a team run relays a member's own work: the member run it comes from. Such events show
              *     who did what (with `from`) but are the member's conversation, not the team's: they do not enter
@@ -2193,6 +2296,8 @@ export interface components {
             from?: components["schemas"]["Speaker"];
             session_id: components["schemas"]["ResourceId"];
             tool_calls: components["schemas"]["ToolCall"][];
+            /** @description Which of `tool_calls` wait for approval (server-side tools under an `always_ask` policy). */
+            approvals?: components["schemas"]["ApprovalRequest"][];
             usage: components["schemas"]["TokenUsage"];
             usage_breakdown?: components["schemas"]["MemberUsage"][];
             sources?: components["schemas"]["KnowledgeSource"][];

@@ -21,6 +21,8 @@ export interface Config {
    * may reach although they are private, loopback or link-local (OUTBOUND_ALLOW).
    */
   outboundAllow: string[];
+  /** How long listing a remote MCP server's tools, or one call of them, may take. */
+  mcpTimeoutSeconds: number;
   /** Validate every JSON response and SSE event against the contract (on outside production). */
   validateResponses: boolean;
   trustProxy: boolean;
@@ -253,6 +255,7 @@ export function loadConfig(env: Env = process.env): Config {
     bodyLimitBytes: readInt(env, 'BODY_LIMIT_BYTES', 1024 * 1024, 1024, 512 * 1024 * 1024),
     corsOrigins: cors ? cors.split(',').map((origin) => origin.trim()).filter(Boolean) : [],
     outboundAllow: readOutboundAllow(env),
+    mcpTimeoutSeconds: readInt(env, 'MCP_TIMEOUT_SECONDS', 30, 1, 600),
     validateResponses: readBool(env, 'VALIDATE_RESPONSES', nodeEnv !== 'production'),
     trustProxy: readBool(env, 'TRUST_PROXY', false),
     shutdownTimeoutMs: readInt(env, 'SHUTDOWN_TIMEOUT_MS', 10_000, 0, 600_000),

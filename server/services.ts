@@ -14,6 +14,7 @@ import { EventSink } from './runs/recorder.ts';
 import { createRunSignals } from './runs/signals.ts';
 import { createServerTools } from './runs/tools.ts';
 import { createOutboundPolicy, type OutboundPolicy } from './net/outbound.ts';
+import { createSealer } from './mcp/secrets.ts';
 import { createAudioResolver } from './protocols/audio.ts';
 import type { AudioResolver } from './protocols/agentscope.ts';
 import { createRunStore, type RunStore } from './runs/store.ts';
@@ -144,8 +145,9 @@ export async function createServices(config: Config, overrides: ServiceOverrides
   const mailer = overrides.mailer ?? createMailer({ smtpUrl: config.smtpUrl, from: config.mailFrom, logger });
   const isAllowedRedirect = redirectPolicy(config.publicUrl, config.allowedRedirectOrigins);
   const apiKeys = createApiKeyStore(db, { clock, cacheTtlMs: config.apiKeyCacheSeconds * 1000 });
+  const secret = loadJwtSecret(config.jwtSecret, config.dataDir);
   const sessions = createSessionStore(db, {
-    secret: loadJwtSecret(config.jwtSecret, config.dataDir),
+    secret,
     issuer: config.publicUrl,
     ttlSeconds: config.sessionTtlSeconds,
     clock,
@@ -167,9 +169,10 @@ export async function createServices(config: Config, overrides: ServiceOverrides
   const usage = createUsageMeter(db, clock, { monthlyCacheMs: 1000, batchWindowMs: 100 });
   const lifecycle = createLifecycle();
   const knowledge = await createKnowledge({ db, models, usage, logger, clock, config: config.knowledge, jobs });
-  const agents = createAgentStore({ db, models, knowledge });
-  const chatSessions = createChatSessionStore(db);
   const outbound = createOutboundPolicy({ allow: config.outboundAllow });
+  const sealer = createSealer(secret);
+  const agents = createAgentStore({ db, models, knowledge, sealer, checkUrl: (url) => void outbound.check(url) });
+  const chatSessions = createChatSessionStore(db);
   const runs = createRunStore(db);
   await knowledge.start();
   const knowledgeSearcher: KnowledgeSearcher = {
@@ -188,6 +191,7 @@ export async function createServices(config: Config, overrides: ServiceOverrides
     usage,
     lifecycle: runLifecycle,
     serverTools,
+    remoteTools: { fetch: outbound.fetch, logger, listTimeoutMs: config.mcpTimeoutSeconds * 1000, callTimeoutMs: config.mcpTimeoutSeconds * 1000 },
     instanceId,
     signals: createRunSignals(db, logger),
     jobs,

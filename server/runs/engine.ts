@@ -16,7 +16,11 @@ import { isTerminal, zeroUsage, type RunEvent, type Speaker } from './events.ts'
 import type { MemberUsage, OpenRun, RunEnding, RunLifecycle } from './lifecycle.ts';
 import { runLoop, type LoopIO, type LoopOutcome, type LoopSpec, type LoopState, type ModelSettings } from './loop.ts';
 import { AsyncQueue } from './queue.ts';
-import { checkNewMessages, checkTranscript, mergeClientTools } from './rules.ts';
+import { checkApprovals, checkNewMessages, checkTranscript, clientCalls, mergeClientTools } from './rules.ts';
+import type { ApprovalAnswer } from './loop.ts';
+import type { McpServerConfig } from '../mcp/config.ts';
+import { remoteTools, type RemoteToolsDeps } from '../mcp/remote.ts';
+import type { ToolCall } from '../models/types.ts';
 import type { RunRow, RunStore } from './store.ts';
 import type { RunSignals } from './signals.ts';
 import type { ServerToolsFor } from './tools.ts';
@@ -77,6 +81,10 @@ export interface TurnInput {
   metadata?: Record<string, string> | undefined;
   /** What the client tells the model for this turn only (a protocol's context), after the agent's own instructions. */
   instructions?: string | undefined;
+  /** Remote MCP servers for this turn, besides the agent's own. */
+  mcpServers?: McpServerConfig[] | undefined;
+  /** The client's answers to the approvals the run waits for. */
+  approvals?: ApprovalAnswer[] | undefined;
 }
 
 /** An agent's instructions with a turn's own after them. */
@@ -133,6 +141,8 @@ export interface EngineDeps {
   usage: UsageMeter;
   lifecycle: RunLifecycle;
   serverTools: ServerToolsFor;
+  /** How remote MCP servers are reached. */
+  remoteTools: RemoteToolsDeps;
   /** This server's id, the owner of the runs it executes. */
   instanceId: string;
   /** How servers hear of each other's run events and cancellations. */
@@ -185,6 +195,7 @@ function endingOf(executed: TurnOutcome, sources: LoopState['sources']): RunEndi
     return {
       status: 'requires_action',
       toolCalls: outcome.toolCalls,
+      approvals: outcome.approvals,
       from: outcome.from ?? executed.speaker,
       state: executed.state,
       usageBreakdown: executed.usageBreakdown,
@@ -192,6 +203,18 @@ function endingOf(executed: TurnOutcome, sources: LoopState['sources']): RunEndi
     };
   }
   return { status: 'completed', message: outcome.message, finishReason: outcome.finishReason, from: executed.speaker, usageBreakdown: executed.usageBreakdown, sources };
+}
+
+/** What a run halted for approvals keeps: the calls to execute once they are answered. */
+function approvalState(calls: ToolCall[], approvals: { tool_call_id: string }[] | undefined): { approval_calls: ToolCall[] } | undefined {
+  if (!approvals?.length) return undefined;
+  const ids = new Set(approvals.map((request) => request.tool_call_id));
+  return { approval_calls: calls.filter((call) => ids.has(call.id)) };
+}
+
+function approvalCallsOf(state: unknown): ToolCall[] {
+  const calls = (state as { approval_calls?: unknown } | null)?.approval_calls;
+  return Array.isArray(calls) ? (calls as ToolCall[]) : [];
 }
 
 export function createRunEngine(deps: EngineDeps): RunEngine {
@@ -225,7 +248,9 @@ export function createRunEngine(deps: EngineDeps): RunEngine {
     try {
       const pending = previous === 'requires_action' ? await runs.pendingIn(sessionId) : undefined;
       // A new session's first messages were checked as a transcript; later ones must fit what is pending.
-      if (!fresh) checkNewMessages(input.conversation.messages, pending?.required_action?.tool_calls);
+      const action = pending?.required_action;
+      if (!fresh) checkNewMessages(input.conversation.messages, clientCalls(action?.tool_calls, action?.approvals));
+      checkApprovals(input.approvals ?? [], action?.approvals, input.conversation.messages);
       if (pending) {
         return { open: await lifecycle.resume(pending.id, { watch: true, stateless }), toMember: turn.resultsGoToMember?.(pending) === true };
       }
@@ -339,15 +364,28 @@ export function createRunEngine(deps: EngineDeps): RunEngine {
         model: agent.model,
         timeoutSeconds: agent.run_timeout_seconds,
         execute: async (context) => {
-          const spec: LoopSpec = {
-            model: agent.model,
-            instructions: withTurnInstructions(agent.instructions, input),
-            settings: { ...agent.model_settings, ...input.modelSettings },
-            clientTools: input.clientTools === false ? [] : clientTools,
-            serverTools: deps.serverTools(agent, input, () => context.io.signal),
-            maxSteps: agent.max_steps,
-          };
-          return { outcome: await runLoop(spec, context.history, context.io, context.state) };
+          // A request's server replaces the agent's of the same name for this turn.
+          const own = agent.mcp_servers.length > 0 ? await deps.agents.mcpServers(input.userId, agent.id) : [];
+          const requested = input.mcpServers ?? [];
+          const servers = [...own.filter((server) => !requested.some((other) => other.name === server.name)), ...requested];
+          const remote = servers.length > 0 ? await remoteTools(servers, deps.remoteTools, context.io.signal) : undefined;
+          try {
+            const spec: LoopSpec = {
+              model: agent.model,
+              instructions: withTurnInstructions(agent.instructions, { instructions: [input.instructions, ...(remote?.unavailable ?? [])].filter(Boolean).join('\n') }),
+              settings: { ...agent.model_settings, ...input.modelSettings },
+              clientTools: input.clientTools === false ? [] : clientTools,
+              serverTools: [...deps.serverTools(agent, input, () => context.io.signal), ...(remote?.tools ?? [])],
+              maxSteps: agent.max_steps,
+              decisions: new Map((input.approvals ?? []).map((answer) => [answer.tool_call_id, answer])),
+            };
+            // Calls that waited for approval run (or are refused) first, as the answers say.
+            const waiting = context.resumed ? approvalCallsOf(context.run.state) : [];
+            const outcome = await runLoop(spec, context.history, context.io, context.state, waiting);
+            return { outcome, state: outcome.kind === 'requires_action' ? approvalState(outcome.toolCalls, outcome.approvals) : undefined };
+          } finally {
+            await remote?.close();
+          }
         },
       },
       options,
