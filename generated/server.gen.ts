@@ -52,7 +52,14 @@ export type SecuredOperationId =
   | 'searchKnowledge'
   | 'listPlans'
   | 'createCheckoutSession'
-  | 'createPortalSession';
+  | 'createPortalSession'
+  | 'callA2aJsonRpc'
+  | 'sendA2aMessage'
+  | 'streamA2aMessage'
+  | 'listA2aTasks'
+  | 'getA2aTask'
+  | 'cancelA2aTask'
+  | 'subscribeToA2aTask';
 
 type Op<K extends OperationId> = operations[K];
 type ParamsOf<K extends OperationId, In extends 'path' | 'query'> = [Op<K>['parameters'][In]] extends [undefined]
@@ -219,6 +226,22 @@ export interface Handlers<Auth, Ctx = object> {
   createPortalSession: Handler<'createPortalSession', 201, Auth, Ctx>;
   /** POST /v1/stripe/webhook: Stripe webhook */
   receiveStripeEvent: Handler<'receiveStripeEvent', 200, Auth, Ctx>;
+  /** GET /a2a/{a2aTargetId}/.well-known/agent-card.json: An agent's or team's A2A agent card */
+  getA2aAgentCard: Handler<'getA2aAgentCard', 200 | 304, Auth, Ctx>;
+  /** POST /a2a/{a2aTargetId}: A2A over JSON-RPC 2.0 */
+  callA2aJsonRpc: Handler<'callA2aJsonRpc', 200, Auth, Ctx>;
+  /** POST /a2a/{a2aTargetId}/message:send: A2A SendMessage (HTTP+JSON) */
+  sendA2aMessage: Handler<'sendA2aMessage', 200, Auth, Ctx>;
+  /** POST /a2a/{a2aTargetId}/message:stream: A2A SendStreamingMessage (HTTP+JSON) */
+  streamA2aMessage: Handler<'streamA2aMessage', 200, Auth, Ctx>;
+  /** GET /a2a/{a2aTargetId}/tasks: A2A ListTasks (HTTP+JSON) */
+  listA2aTasks: Handler<'listA2aTasks', 200, Auth, Ctx>;
+  /** GET /a2a/{a2aTargetId}/tasks/{a2aTaskId}: A2A GetTask (HTTP+JSON) */
+  getA2aTask: Handler<'getA2aTask', 200, Auth, Ctx>;
+  /** POST /a2a/{a2aTargetId}/tasks/{a2aTaskId}:cancel: A2A CancelTask (HTTP+JSON) */
+  cancelA2aTask: Handler<'cancelA2aTask', 200, Auth, Ctx>;
+  /** POST /a2a/{a2aTargetId}/tasks/{a2aTaskId}:subscribe: A2A SubscribeToTask (HTTP+JSON) */
+  subscribeToA2aTask: Handler<'subscribeToA2aTask', 200, Auth, Ctx>;
 }
 
 export interface RouteSpec {
@@ -233,66 +256,76 @@ export interface RouteSpec {
   streamTerminator?: string;
   /** Takes an `Idempotency-Key` (`x-idempotent`): a retry with the same key answers the first response. */
   idempotent?: boolean;
+  /** Errors rendered in a protocol's own shape rather than the one envelope (`x-error-format`). */
+  errorFormat?: string;
 }
 
 export const routes: readonly RouteSpec[] = [
-  { operationId: 'getHealth', method: 'get', path: '/health', expressPath: '/health', secured: false, handlerStatuses: [200], responseContent: {"200":["application/json"]}, requestContentTypes: [] },
-  { operationId: 'getReadiness', method: 'get', path: '/ready', expressPath: '/ready', secured: false, handlerStatuses: [200, 503], responseContent: {"200":["application/json"],"503":["application/json"]}, requestContentTypes: [] },
-  { operationId: 'getOpenApiDocument', method: 'get', path: '/openapi.yaml', expressPath: '/openapi.yaml', secured: false, handlerStatuses: [200], responseContent: {"200":["application/yaml"]}, requestContentTypes: [] },
-  { operationId: 'getApiDocs', method: 'get', path: '/docs', expressPath: '/docs', secured: false, handlerStatuses: [200], responseContent: {"200":["text/html"]}, requestContentTypes: [] },
-  { operationId: 'getMetrics', method: 'get', path: '/metrics', expressPath: '/metrics', secured: false, handlerStatuses: [200], responseContent: {"200":["text/plain; version=0.0.4"]}, requestContentTypes: [] },
-  { operationId: 'listAuthProviders', method: 'get', path: '/v1/auth/providers', expressPath: '/v1/auth/providers', secured: false, handlerStatuses: [200], responseContent: {"200":["application/json"]}, requestContentTypes: [] },
-  { operationId: 'requestMagicLink', method: 'post', path: '/v1/auth/magic-link', expressPath: '/v1/auth/magic-link', secured: false, handlerStatuses: [202], responseContent: {"202":["application/json"]}, requestContentTypes: ["application/json"] },
-  { operationId: 'followMagicLink', method: 'get', path: '/v1/auth/magic-link/verify', expressPath: '/v1/auth/magic-link/verify', secured: false, handlerStatuses: [200, 302], responseContent: {"200":["application/json"],"302":[]}, requestContentTypes: [] },
-  { operationId: 'verifyMagicLink', method: 'post', path: '/v1/auth/magic-link/verify', expressPath: '/v1/auth/magic-link/verify', secured: false, handlerStatuses: [200], responseContent: {"200":["application/json"]}, requestContentTypes: ["application/json"] },
-  { operationId: 'authorizeOAuth', method: 'get', path: '/v1/auth/oauth/{provider}/authorize', expressPath: '/v1/auth/oauth/:provider/authorize', secured: false, handlerStatuses: [302], responseContent: {"302":[]}, requestContentTypes: [] },
-  { operationId: 'completeOAuth', method: 'get', path: '/v1/auth/oauth/{provider}/callback', expressPath: '/v1/auth/oauth/:provider/callback', secured: false, handlerStatuses: [200, 302], responseContent: {"200":["application/json"],"302":[]}, requestContentTypes: [] },
-  { operationId: 'logOut', method: 'post', path: '/v1/auth/logout', expressPath: '/v1/auth/logout', secured: true, handlerStatuses: [204], responseContent: {"204":[]}, requestContentTypes: [] },
-  { operationId: 'getAccount', method: 'get', path: '/v1/account', expressPath: '/v1/account', secured: true, handlerStatuses: [200], responseContent: {"200":["application/json"]}, requestContentTypes: [] },
-  { operationId: 'updateAccount', method: 'patch', path: '/v1/account', expressPath: '/v1/account', secured: true, handlerStatuses: [200], responseContent: {"200":["application/json"]}, requestContentTypes: ["application/json"] },
-  { operationId: 'getAccountUsage', method: 'get', path: '/v1/account/usage', expressPath: '/v1/account/usage', secured: true, handlerStatuses: [200], responseContent: {"200":["application/json"]}, requestContentTypes: [] },
-  { operationId: 'listApiKeys', method: 'get', path: '/v1/api-keys', expressPath: '/v1/api-keys', secured: true, handlerStatuses: [200], responseContent: {"200":["application/json"]}, requestContentTypes: [] },
-  { operationId: 'createApiKey', method: 'post', path: '/v1/api-keys', expressPath: '/v1/api-keys', secured: true, handlerStatuses: [201], responseContent: {"201":["application/json"]}, requestContentTypes: ["application/json"], idempotent: true },
-  { operationId: 'getApiKey', method: 'get', path: '/v1/api-keys/{keyId}', expressPath: '/v1/api-keys/:keyId', secured: true, handlerStatuses: [200], responseContent: {"200":["application/json"]}, requestContentTypes: [] },
-  { operationId: 'deleteApiKey', method: 'delete', path: '/v1/api-keys/{keyId}', expressPath: '/v1/api-keys/:keyId', secured: true, handlerStatuses: [204], responseContent: {"204":[]}, requestContentTypes: [] },
-  { operationId: 'listModels', method: 'get', path: '/v1/models', expressPath: '/v1/models', secured: true, handlerStatuses: [200], responseContent: {"200":["application/json"]}, requestContentTypes: [] },
-  { operationId: 'getModel', method: 'get', path: '/v1/models/{model}', expressPath: '/v1/models/:model', secured: true, handlerStatuses: [200], responseContent: {"200":["application/json"]}, requestContentTypes: [] },
-  { operationId: 'createChatCompletion', method: 'post', path: '/v1/chat/completions', expressPath: '/v1/chat/completions', secured: true, handlerStatuses: [200], responseContent: {"200":["application/json","text/event-stream"]}, requestContentTypes: ["application/json"], streamTerminator: "[DONE]" },
-  { operationId: 'createCompletion', method: 'post', path: '/v1/completions', expressPath: '/v1/completions', secured: true, handlerStatuses: [200], responseContent: {"200":["application/json","text/event-stream"]}, requestContentTypes: ["application/json"], streamTerminator: "[DONE]" },
-  { operationId: 'createEmbedding', method: 'post', path: '/v1/embeddings', expressPath: '/v1/embeddings', secured: true, handlerStatuses: [200], responseContent: {"200":["application/json"]}, requestContentTypes: ["application/json"] },
-  { operationId: 'listAgents', method: 'get', path: '/v1/agents', expressPath: '/v1/agents', secured: true, handlerStatuses: [200], responseContent: {"200":["application/json"]}, requestContentTypes: [] },
-  { operationId: 'createAgent', method: 'post', path: '/v1/agents', expressPath: '/v1/agents', secured: true, handlerStatuses: [201], responseContent: {"201":["application/json"]}, requestContentTypes: ["application/json"], idempotent: true },
-  { operationId: 'getAgent', method: 'get', path: '/v1/agents/{agentId}', expressPath: '/v1/agents/:agentId', secured: true, handlerStatuses: [200], responseContent: {"200":["application/json"]}, requestContentTypes: [] },
-  { operationId: 'deleteAgent', method: 'delete', path: '/v1/agents/{agentId}', expressPath: '/v1/agents/:agentId', secured: true, handlerStatuses: [204], responseContent: {"204":[]}, requestContentTypes: [] },
-  { operationId: 'updateAgent', method: 'patch', path: '/v1/agents/{agentId}', expressPath: '/v1/agents/:agentId', secured: true, handlerStatuses: [200], responseContent: {"200":["application/json"]}, requestContentTypes: ["application/json"] },
-  { operationId: 'chatWithAgent', method: 'post', path: '/v1/agents/{agentId}/chat', expressPath: '/v1/agents/:agentId/chat', secured: true, handlerStatuses: [200], responseContent: {"200":["application/json","text/event-stream"]}, requestContentTypes: ["application/json"], idempotent: true },
-  { operationId: 'processAgentRequest', method: 'post', path: '/v1/agents/{agentId}/process', expressPath: '/v1/agents/:agentId/process', secured: true, handlerStatuses: [200], responseContent: {"200":["application/json","text/event-stream"]}, requestContentTypes: ["application/json"], idempotent: true },
-  { operationId: 'respondWithAgent', method: 'post', path: '/v1/agents/{agentId}/respond', expressPath: '/v1/agents/:agentId/respond', secured: true, handlerStatuses: [200], responseContent: {"200":["application/json"]}, requestContentTypes: ["application/json"], idempotent: true },
-  { operationId: 'runAgentWithAgUi', method: 'post', path: '/v1/agents/{agentId}/ag-ui', expressPath: '/v1/agents/:agentId/ag-ui', secured: true, handlerStatuses: [200], responseContent: {"200":["text/event-stream"]}, requestContentTypes: ["application/json"] },
-  { operationId: 'listSessions', method: 'get', path: '/v1/sessions', expressPath: '/v1/sessions', secured: true, handlerStatuses: [200], responseContent: {"200":["application/json"]}, requestContentTypes: [] },
-  { operationId: 'getSession', method: 'get', path: '/v1/sessions/{sessionId}', expressPath: '/v1/sessions/:sessionId', secured: true, handlerStatuses: [200], responseContent: {"200":["application/json"]}, requestContentTypes: [] },
-  { operationId: 'deleteSession', method: 'delete', path: '/v1/sessions/{sessionId}', expressPath: '/v1/sessions/:sessionId', secured: true, handlerStatuses: [204], responseContent: {"204":[]}, requestContentTypes: [] },
-  { operationId: 'listSessionRuns', method: 'get', path: '/v1/sessions/{sessionId}/runs', expressPath: '/v1/sessions/:sessionId/runs', secured: true, handlerStatuses: [200], responseContent: {"200":["application/json"]}, requestContentTypes: [] },
-  { operationId: 'getRun', method: 'get', path: '/v1/runs/{runId}', expressPath: '/v1/runs/:runId', secured: true, handlerStatuses: [200], responseContent: {"200":["application/json"]}, requestContentTypes: [] },
-  { operationId: 'cancelRun', method: 'post', path: '/v1/runs/{runId}/cancel', expressPath: '/v1/runs/:runId/cancel', secured: true, handlerStatuses: [200], responseContent: {"200":["application/json"]}, requestContentTypes: [] },
-  { operationId: 'listRunEvents', method: 'get', path: '/v1/runs/{runId}/events', expressPath: '/v1/runs/:runId/events', secured: true, handlerStatuses: [200], responseContent: {"200":["text/event-stream","application/json"]}, requestContentTypes: [] },
-  { operationId: 'listTeams', method: 'get', path: '/v1/teams', expressPath: '/v1/teams', secured: true, handlerStatuses: [200], responseContent: {"200":["application/json"]}, requestContentTypes: [] },
-  { operationId: 'createTeam', method: 'post', path: '/v1/teams', expressPath: '/v1/teams', secured: true, handlerStatuses: [201], responseContent: {"201":["application/json"]}, requestContentTypes: ["application/json"], idempotent: true },
-  { operationId: 'getTeam', method: 'get', path: '/v1/teams/{teamId}', expressPath: '/v1/teams/:teamId', secured: true, handlerStatuses: [200], responseContent: {"200":["application/json"]}, requestContentTypes: [] },
-  { operationId: 'deleteTeam', method: 'delete', path: '/v1/teams/{teamId}', expressPath: '/v1/teams/:teamId', secured: true, handlerStatuses: [204], responseContent: {"204":[]}, requestContentTypes: [] },
-  { operationId: 'updateTeam', method: 'patch', path: '/v1/teams/{teamId}', expressPath: '/v1/teams/:teamId', secured: true, handlerStatuses: [200], responseContent: {"200":["application/json"]}, requestContentTypes: ["application/json"] },
-  { operationId: 'chatWithTeam', method: 'post', path: '/v1/teams/{teamId}/chat', expressPath: '/v1/teams/:teamId/chat', secured: true, handlerStatuses: [200], responseContent: {"200":["application/json","text/event-stream"]}, requestContentTypes: ["application/json"], idempotent: true },
-  { operationId: 'processTeamRequest', method: 'post', path: '/v1/teams/{teamId}/process', expressPath: '/v1/teams/:teamId/process', secured: true, handlerStatuses: [200], responseContent: {"200":["application/json","text/event-stream"]}, requestContentTypes: ["application/json"], idempotent: true },
-  { operationId: 'respondWithTeam', method: 'post', path: '/v1/teams/{teamId}/respond', expressPath: '/v1/teams/:teamId/respond', secured: true, handlerStatuses: [200], responseContent: {"200":["application/json"]}, requestContentTypes: ["application/json"], idempotent: true },
-  { operationId: 'runTeamWithAgUi', method: 'post', path: '/v1/teams/{teamId}/ag-ui', expressPath: '/v1/teams/:teamId/ag-ui', secured: true, handlerStatuses: [200], responseContent: {"200":["text/event-stream"]}, requestContentTypes: ["application/json"] },
-  { operationId: 'listKnowledgeDocuments', method: 'get', path: '/v1/knowledge/documents', expressPath: '/v1/knowledge/documents', secured: true, handlerStatuses: [200], responseContent: {"200":["application/json"]}, requestContentTypes: [] },
-  { operationId: 'createKnowledgeDocument', method: 'post', path: '/v1/knowledge/documents', expressPath: '/v1/knowledge/documents', secured: true, handlerStatuses: [200, 201, 202], responseContent: {"200":["application/json"],"201":["application/json"],"202":["application/json"]}, requestContentTypes: ["application/json","multipart/form-data"], idempotent: true },
-  { operationId: 'getKnowledgeDocument', method: 'get', path: '/v1/knowledge/documents/{documentId}', expressPath: '/v1/knowledge/documents/:documentId', secured: true, handlerStatuses: [200], responseContent: {"200":["application/json"]}, requestContentTypes: [] },
-  { operationId: 'deleteKnowledgeDocument', method: 'delete', path: '/v1/knowledge/documents/{documentId}', expressPath: '/v1/knowledge/documents/:documentId', secured: true, handlerStatuses: [204], responseContent: {"204":[]}, requestContentTypes: [] },
-  { operationId: 'listKnowledgeCollections', method: 'get', path: '/v1/knowledge/collections', expressPath: '/v1/knowledge/collections', secured: true, handlerStatuses: [200], responseContent: {"200":["application/json"]}, requestContentTypes: [] },
-  { operationId: 'searchKnowledge', method: 'post', path: '/v1/knowledge/search', expressPath: '/v1/knowledge/search', secured: true, handlerStatuses: [200], responseContent: {"200":["application/json"]}, requestContentTypes: ["application/json"] },
-  { operationId: 'listPlans', method: 'get', path: '/v1/billing/plans', expressPath: '/v1/billing/plans', secured: true, handlerStatuses: [200], responseContent: {"200":["application/json"]}, requestContentTypes: [] },
-  { operationId: 'createCheckoutSession', method: 'post', path: '/v1/billing/checkout', expressPath: '/v1/billing/checkout', secured: true, handlerStatuses: [201], responseContent: {"201":["application/json"]}, requestContentTypes: ["application/json"], idempotent: true },
-  { operationId: 'createPortalSession', method: 'post', path: '/v1/billing/portal', expressPath: '/v1/billing/portal', secured: true, handlerStatuses: [201], responseContent: {"201":["application/json"]}, requestContentTypes: ["application/json"], idempotent: true },
-  { operationId: 'receiveStripeEvent', method: 'post', path: '/v1/stripe/webhook', expressPath: '/v1/stripe/webhook', secured: false, handlerStatuses: [200], responseContent: {"200":["application/json"]}, requestContentTypes: ["application/json"] },
+  { operationId: 'getHealth', method: 'get', path: '/health', expressPath: "/health", secured: false, handlerStatuses: [200], responseContent: {"200":["application/json"]}, requestContentTypes: [] },
+  { operationId: 'getReadiness', method: 'get', path: '/ready', expressPath: "/ready", secured: false, handlerStatuses: [200, 503], responseContent: {"200":["application/json"],"503":["application/json"]}, requestContentTypes: [] },
+  { operationId: 'getOpenApiDocument', method: 'get', path: '/openapi.yaml', expressPath: "/openapi.yaml", secured: false, handlerStatuses: [200], responseContent: {"200":["application/yaml"]}, requestContentTypes: [] },
+  { operationId: 'getApiDocs', method: 'get', path: '/docs', expressPath: "/docs", secured: false, handlerStatuses: [200], responseContent: {"200":["text/html"]}, requestContentTypes: [] },
+  { operationId: 'getMetrics', method: 'get', path: '/metrics', expressPath: "/metrics", secured: false, handlerStatuses: [200], responseContent: {"200":["text/plain; version=0.0.4"]}, requestContentTypes: [] },
+  { operationId: 'listAuthProviders', method: 'get', path: '/v1/auth/providers', expressPath: "/v1/auth/providers", secured: false, handlerStatuses: [200], responseContent: {"200":["application/json"]}, requestContentTypes: [] },
+  { operationId: 'requestMagicLink', method: 'post', path: '/v1/auth/magic-link', expressPath: "/v1/auth/magic-link", secured: false, handlerStatuses: [202], responseContent: {"202":["application/json"]}, requestContentTypes: ["application/json"] },
+  { operationId: 'followMagicLink', method: 'get', path: '/v1/auth/magic-link/verify', expressPath: "/v1/auth/magic-link/verify", secured: false, handlerStatuses: [200, 302], responseContent: {"200":["application/json"],"302":[]}, requestContentTypes: [] },
+  { operationId: 'verifyMagicLink', method: 'post', path: '/v1/auth/magic-link/verify', expressPath: "/v1/auth/magic-link/verify", secured: false, handlerStatuses: [200], responseContent: {"200":["application/json"]}, requestContentTypes: ["application/json"] },
+  { operationId: 'authorizeOAuth', method: 'get', path: '/v1/auth/oauth/{provider}/authorize', expressPath: "/v1/auth/oauth/:provider/authorize", secured: false, handlerStatuses: [302], responseContent: {"302":[]}, requestContentTypes: [] },
+  { operationId: 'completeOAuth', method: 'get', path: '/v1/auth/oauth/{provider}/callback', expressPath: "/v1/auth/oauth/:provider/callback", secured: false, handlerStatuses: [200, 302], responseContent: {"200":["application/json"],"302":[]}, requestContentTypes: [] },
+  { operationId: 'logOut', method: 'post', path: '/v1/auth/logout', expressPath: "/v1/auth/logout", secured: true, handlerStatuses: [204], responseContent: {"204":[]}, requestContentTypes: [] },
+  { operationId: 'getAccount', method: 'get', path: '/v1/account', expressPath: "/v1/account", secured: true, handlerStatuses: [200], responseContent: {"200":["application/json"]}, requestContentTypes: [] },
+  { operationId: 'updateAccount', method: 'patch', path: '/v1/account', expressPath: "/v1/account", secured: true, handlerStatuses: [200], responseContent: {"200":["application/json"]}, requestContentTypes: ["application/json"] },
+  { operationId: 'getAccountUsage', method: 'get', path: '/v1/account/usage', expressPath: "/v1/account/usage", secured: true, handlerStatuses: [200], responseContent: {"200":["application/json"]}, requestContentTypes: [] },
+  { operationId: 'listApiKeys', method: 'get', path: '/v1/api-keys', expressPath: "/v1/api-keys", secured: true, handlerStatuses: [200], responseContent: {"200":["application/json"]}, requestContentTypes: [] },
+  { operationId: 'createApiKey', method: 'post', path: '/v1/api-keys', expressPath: "/v1/api-keys", secured: true, handlerStatuses: [201], responseContent: {"201":["application/json"]}, requestContentTypes: ["application/json"], idempotent: true },
+  { operationId: 'getApiKey', method: 'get', path: '/v1/api-keys/{keyId}', expressPath: "/v1/api-keys/:keyId", secured: true, handlerStatuses: [200], responseContent: {"200":["application/json"]}, requestContentTypes: [] },
+  { operationId: 'deleteApiKey', method: 'delete', path: '/v1/api-keys/{keyId}', expressPath: "/v1/api-keys/:keyId", secured: true, handlerStatuses: [204], responseContent: {"204":[]}, requestContentTypes: [] },
+  { operationId: 'listModels', method: 'get', path: '/v1/models', expressPath: "/v1/models", secured: true, handlerStatuses: [200], responseContent: {"200":["application/json"]}, requestContentTypes: [] },
+  { operationId: 'getModel', method: 'get', path: '/v1/models/{model}', expressPath: "/v1/models/:model", secured: true, handlerStatuses: [200], responseContent: {"200":["application/json"]}, requestContentTypes: [] },
+  { operationId: 'createChatCompletion', method: 'post', path: '/v1/chat/completions', expressPath: "/v1/chat/completions", secured: true, handlerStatuses: [200], responseContent: {"200":["application/json","text/event-stream"]}, requestContentTypes: ["application/json"], streamTerminator: "[DONE]" },
+  { operationId: 'createCompletion', method: 'post', path: '/v1/completions', expressPath: "/v1/completions", secured: true, handlerStatuses: [200], responseContent: {"200":["application/json","text/event-stream"]}, requestContentTypes: ["application/json"], streamTerminator: "[DONE]" },
+  { operationId: 'createEmbedding', method: 'post', path: '/v1/embeddings', expressPath: "/v1/embeddings", secured: true, handlerStatuses: [200], responseContent: {"200":["application/json"]}, requestContentTypes: ["application/json"] },
+  { operationId: 'listAgents', method: 'get', path: '/v1/agents', expressPath: "/v1/agents", secured: true, handlerStatuses: [200], responseContent: {"200":["application/json"]}, requestContentTypes: [] },
+  { operationId: 'createAgent', method: 'post', path: '/v1/agents', expressPath: "/v1/agents", secured: true, handlerStatuses: [201], responseContent: {"201":["application/json"]}, requestContentTypes: ["application/json"], idempotent: true },
+  { operationId: 'getAgent', method: 'get', path: '/v1/agents/{agentId}', expressPath: "/v1/agents/:agentId", secured: true, handlerStatuses: [200], responseContent: {"200":["application/json"]}, requestContentTypes: [] },
+  { operationId: 'deleteAgent', method: 'delete', path: '/v1/agents/{agentId}', expressPath: "/v1/agents/:agentId", secured: true, handlerStatuses: [204], responseContent: {"204":[]}, requestContentTypes: [] },
+  { operationId: 'updateAgent', method: 'patch', path: '/v1/agents/{agentId}', expressPath: "/v1/agents/:agentId", secured: true, handlerStatuses: [200], responseContent: {"200":["application/json"]}, requestContentTypes: ["application/json"] },
+  { operationId: 'chatWithAgent', method: 'post', path: '/v1/agents/{agentId}/chat', expressPath: "/v1/agents/:agentId/chat", secured: true, handlerStatuses: [200], responseContent: {"200":["application/json","text/event-stream"]}, requestContentTypes: ["application/json"], idempotent: true },
+  { operationId: 'processAgentRequest', method: 'post', path: '/v1/agents/{agentId}/process', expressPath: "/v1/agents/:agentId/process", secured: true, handlerStatuses: [200], responseContent: {"200":["application/json","text/event-stream"]}, requestContentTypes: ["application/json"], idempotent: true },
+  { operationId: 'respondWithAgent', method: 'post', path: '/v1/agents/{agentId}/respond', expressPath: "/v1/agents/:agentId/respond", secured: true, handlerStatuses: [200], responseContent: {"200":["application/json"]}, requestContentTypes: ["application/json"], idempotent: true },
+  { operationId: 'runAgentWithAgUi', method: 'post', path: '/v1/agents/{agentId}/ag-ui', expressPath: "/v1/agents/:agentId/ag-ui", secured: true, handlerStatuses: [200], responseContent: {"200":["text/event-stream"]}, requestContentTypes: ["application/json"] },
+  { operationId: 'listSessions', method: 'get', path: '/v1/sessions', expressPath: "/v1/sessions", secured: true, handlerStatuses: [200], responseContent: {"200":["application/json"]}, requestContentTypes: [] },
+  { operationId: 'getSession', method: 'get', path: '/v1/sessions/{sessionId}', expressPath: "/v1/sessions/:sessionId", secured: true, handlerStatuses: [200], responseContent: {"200":["application/json"]}, requestContentTypes: [] },
+  { operationId: 'deleteSession', method: 'delete', path: '/v1/sessions/{sessionId}', expressPath: "/v1/sessions/:sessionId", secured: true, handlerStatuses: [204], responseContent: {"204":[]}, requestContentTypes: [] },
+  { operationId: 'listSessionRuns', method: 'get', path: '/v1/sessions/{sessionId}/runs', expressPath: "/v1/sessions/:sessionId/runs", secured: true, handlerStatuses: [200], responseContent: {"200":["application/json"]}, requestContentTypes: [] },
+  { operationId: 'getRun', method: 'get', path: '/v1/runs/{runId}', expressPath: "/v1/runs/:runId", secured: true, handlerStatuses: [200], responseContent: {"200":["application/json"]}, requestContentTypes: [] },
+  { operationId: 'cancelRun', method: 'post', path: '/v1/runs/{runId}/cancel', expressPath: "/v1/runs/:runId/cancel", secured: true, handlerStatuses: [200], responseContent: {"200":["application/json"]}, requestContentTypes: [] },
+  { operationId: 'listRunEvents', method: 'get', path: '/v1/runs/{runId}/events', expressPath: "/v1/runs/:runId/events", secured: true, handlerStatuses: [200], responseContent: {"200":["text/event-stream","application/json"]}, requestContentTypes: [] },
+  { operationId: 'listTeams', method: 'get', path: '/v1/teams', expressPath: "/v1/teams", secured: true, handlerStatuses: [200], responseContent: {"200":["application/json"]}, requestContentTypes: [] },
+  { operationId: 'createTeam', method: 'post', path: '/v1/teams', expressPath: "/v1/teams", secured: true, handlerStatuses: [201], responseContent: {"201":["application/json"]}, requestContentTypes: ["application/json"], idempotent: true },
+  { operationId: 'getTeam', method: 'get', path: '/v1/teams/{teamId}', expressPath: "/v1/teams/:teamId", secured: true, handlerStatuses: [200], responseContent: {"200":["application/json"]}, requestContentTypes: [] },
+  { operationId: 'deleteTeam', method: 'delete', path: '/v1/teams/{teamId}', expressPath: "/v1/teams/:teamId", secured: true, handlerStatuses: [204], responseContent: {"204":[]}, requestContentTypes: [] },
+  { operationId: 'updateTeam', method: 'patch', path: '/v1/teams/{teamId}', expressPath: "/v1/teams/:teamId", secured: true, handlerStatuses: [200], responseContent: {"200":["application/json"]}, requestContentTypes: ["application/json"] },
+  { operationId: 'chatWithTeam', method: 'post', path: '/v1/teams/{teamId}/chat', expressPath: "/v1/teams/:teamId/chat", secured: true, handlerStatuses: [200], responseContent: {"200":["application/json","text/event-stream"]}, requestContentTypes: ["application/json"], idempotent: true },
+  { operationId: 'processTeamRequest', method: 'post', path: '/v1/teams/{teamId}/process', expressPath: "/v1/teams/:teamId/process", secured: true, handlerStatuses: [200], responseContent: {"200":["application/json","text/event-stream"]}, requestContentTypes: ["application/json"], idempotent: true },
+  { operationId: 'respondWithTeam', method: 'post', path: '/v1/teams/{teamId}/respond', expressPath: "/v1/teams/:teamId/respond", secured: true, handlerStatuses: [200], responseContent: {"200":["application/json"]}, requestContentTypes: ["application/json"], idempotent: true },
+  { operationId: 'runTeamWithAgUi', method: 'post', path: '/v1/teams/{teamId}/ag-ui', expressPath: "/v1/teams/:teamId/ag-ui", secured: true, handlerStatuses: [200], responseContent: {"200":["text/event-stream"]}, requestContentTypes: ["application/json"] },
+  { operationId: 'listKnowledgeDocuments', method: 'get', path: '/v1/knowledge/documents', expressPath: "/v1/knowledge/documents", secured: true, handlerStatuses: [200], responseContent: {"200":["application/json"]}, requestContentTypes: [] },
+  { operationId: 'createKnowledgeDocument', method: 'post', path: '/v1/knowledge/documents', expressPath: "/v1/knowledge/documents", secured: true, handlerStatuses: [200, 201, 202], responseContent: {"200":["application/json"],"201":["application/json"],"202":["application/json"]}, requestContentTypes: ["application/json","multipart/form-data"], idempotent: true },
+  { operationId: 'getKnowledgeDocument', method: 'get', path: '/v1/knowledge/documents/{documentId}', expressPath: "/v1/knowledge/documents/:documentId", secured: true, handlerStatuses: [200], responseContent: {"200":["application/json"]}, requestContentTypes: [] },
+  { operationId: 'deleteKnowledgeDocument', method: 'delete', path: '/v1/knowledge/documents/{documentId}', expressPath: "/v1/knowledge/documents/:documentId", secured: true, handlerStatuses: [204], responseContent: {"204":[]}, requestContentTypes: [] },
+  { operationId: 'listKnowledgeCollections', method: 'get', path: '/v1/knowledge/collections', expressPath: "/v1/knowledge/collections", secured: true, handlerStatuses: [200], responseContent: {"200":["application/json"]}, requestContentTypes: [] },
+  { operationId: 'searchKnowledge', method: 'post', path: '/v1/knowledge/search', expressPath: "/v1/knowledge/search", secured: true, handlerStatuses: [200], responseContent: {"200":["application/json"]}, requestContentTypes: ["application/json"] },
+  { operationId: 'listPlans', method: 'get', path: '/v1/billing/plans', expressPath: "/v1/billing/plans", secured: true, handlerStatuses: [200], responseContent: {"200":["application/json"]}, requestContentTypes: [] },
+  { operationId: 'createCheckoutSession', method: 'post', path: '/v1/billing/checkout', expressPath: "/v1/billing/checkout", secured: true, handlerStatuses: [201], responseContent: {"201":["application/json"]}, requestContentTypes: ["application/json"], idempotent: true },
+  { operationId: 'createPortalSession', method: 'post', path: '/v1/billing/portal', expressPath: "/v1/billing/portal", secured: true, handlerStatuses: [201], responseContent: {"201":["application/json"]}, requestContentTypes: ["application/json"], idempotent: true },
+  { operationId: 'receiveStripeEvent', method: 'post', path: '/v1/stripe/webhook', expressPath: "/v1/stripe/webhook", secured: false, handlerStatuses: [200], responseContent: {"200":["application/json"]}, requestContentTypes: ["application/json"] },
+  { operationId: 'getA2aAgentCard', method: 'get', path: '/a2a/{a2aTargetId}/.well-known/agent-card.json', expressPath: "/a2a/:a2aTargetId/.well-known/agent-card.json", secured: false, handlerStatuses: [200, 304], responseContent: {"200":["application/json"],"304":[]}, requestContentTypes: [] },
+  { operationId: 'callA2aJsonRpc', method: 'post', path: '/a2a/{a2aTargetId}', expressPath: "/a2a/:a2aTargetId", secured: true, handlerStatuses: [200], responseContent: {"200":["application/json","text/event-stream"]}, requestContentTypes: ["application/json"], errorFormat: "a2a-jsonrpc" },
+  { operationId: 'sendA2aMessage', method: 'post', path: '/a2a/{a2aTargetId}/message:send', expressPath: "/a2a/:a2aTargetId/message\\:send", secured: true, handlerStatuses: [200], responseContent: {"200":["application/json"]}, requestContentTypes: ["application/json"], errorFormat: "a2a-rest" },
+  { operationId: 'streamA2aMessage', method: 'post', path: '/a2a/{a2aTargetId}/message:stream', expressPath: "/a2a/:a2aTargetId/message\\:stream", secured: true, handlerStatuses: [200], responseContent: {"200":["text/event-stream"]}, requestContentTypes: ["application/json"], errorFormat: "a2a-rest" },
+  { operationId: 'listA2aTasks', method: 'get', path: '/a2a/{a2aTargetId}/tasks', expressPath: "/a2a/:a2aTargetId/tasks", secured: true, handlerStatuses: [200], responseContent: {"200":["application/json"]}, requestContentTypes: [], errorFormat: "a2a-rest" },
+  { operationId: 'getA2aTask', method: 'get', path: '/a2a/{a2aTargetId}/tasks/{a2aTaskId}', expressPath: "/a2a/:a2aTargetId/tasks/:a2aTaskId", secured: true, handlerStatuses: [200], responseContent: {"200":["application/json"]}, requestContentTypes: [], errorFormat: "a2a-rest" },
+  { operationId: 'cancelA2aTask', method: 'post', path: '/a2a/{a2aTargetId}/tasks/{a2aTaskId}:cancel', expressPath: "/a2a/:a2aTargetId/tasks/:a2aTaskId\\:cancel", secured: true, handlerStatuses: [200], responseContent: {"200":["application/json"]}, requestContentTypes: ["application/json"], errorFormat: "a2a-rest" },
+  { operationId: 'subscribeToA2aTask', method: 'post', path: '/a2a/{a2aTargetId}/tasks/{a2aTaskId}:subscribe', expressPath: "/a2a/:a2aTargetId/tasks/:a2aTaskId\\:subscribe", secured: true, handlerStatuses: [200], responseContent: {"200":["text/event-stream"]}, requestContentTypes: [], errorFormat: "a2a-rest" },
 ];

@@ -65,6 +65,7 @@ const HANDLER_FILES: Record<string, string> = {
   AgentScope: 'server/protocols/handlers.ts',
   Connexity: 'server/protocols/handlers.ts',
   'AG-UI': 'server/protocols/handlers.ts',
+  A2A: 'server/a2a/handlers.ts',
 };
 
 describe('the shape of the code', () => {

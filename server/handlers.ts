@@ -1,4 +1,5 @@
 // The handler map: one handler per operationId, assembled from the domain modules.
+import { a2aHandlers } from './a2a/handlers.ts';
 import { agentHandlers } from './agents/handlers.ts';
 import { billingHandlers } from './billing/handlers.ts';
 import type { AppHandlers } from './http/operations.ts';
@@ -46,5 +47,6 @@ export function buildHandlers(services: Services, contract: Contract) {
       }),
     }),
     ...knowledgeHandlers(services),
+    ...a2aHandlers(services, contract),
   } satisfies AppHandlers;
 }
