@@ -1168,7 +1168,9 @@ export interface paths {
          * A2A over JSON-RPC 2.0
          * @description The A2A JSON-RPC binding of an agent or team: one JSON-RPC 2.0 request whose `method` picks the
          *     operation. With the header `A2A-Version: 1.0`: `SendMessage`, `SendStreamingMessage`, `GetTask`,
-         *     `ListTasks`, `CancelTask`, `SubscribeToTask`. A task is a run of the agent and its `contextId` the
+         *     `ListTasks`, `CancelTask`, `SubscribeToTask`. Without the header a request speaks A2A 0.3:
+         *     `message/send`, `message/stream`, `tasks/get`, `tasks/cancel` and `tasks/resubscribe`, with 0.3's
+         *     objects (`kind`, kebab-case states, `final` on status updates, bare results). A task is a run of the agent and its `contextId` the
          *     run's session. `SendMessage` blocks until the task completes, fails, is cancelled or needs input
          *     (`configuration.returnImmediately` answers at once); the streaming methods answer server-sent events,
          *     each a JSON-RPC response whose `result` is a `StreamResponse`: the `task` first, then `statusUpdate`
@@ -3257,7 +3259,7 @@ export interface components {
         /** @description The request's id, echoed in the response. */
         A2aJsonRpcId: string | number | null;
         /** @description A JSON-RPC 2.0 request; `method` picks the A2A operation and the shape of `params`. */
-        A2aJsonRpcRequest: components["schemas"]["A2aJsonRpcSendMessage"] | components["schemas"]["A2aJsonRpcGetTask"] | components["schemas"]["A2aJsonRpcListTasks"] | components["schemas"]["A2aJsonRpcCancelTask"] | components["schemas"]["A2aJsonRpcSubscribeToTask"];
+        A2aJsonRpcRequest: components["schemas"]["A2aJsonRpcSendMessage"] | components["schemas"]["A2aJsonRpcGetTask"] | components["schemas"]["A2aJsonRpcListTasks"] | components["schemas"]["A2aJsonRpcCancelTask"] | components["schemas"]["A2aJsonRpcSubscribeToTask"] | components["schemas"]["A2aJsonRpcV03Send"] | components["schemas"]["A2aJsonRpcV03Task"];
         A2aJsonRpcSendMessage: {
             /** @constant */
             jsonrpc: "2.0";
@@ -3325,7 +3327,7 @@ export interface components {
             jsonrpc: "2.0";
             id: components["schemas"]["A2aJsonRpcId"];
             /** @description The method's answer (a `SendMessageResponse`, a `Task`, a `ListTasksResponse`, or in a stream a `StreamResponse`). */
-            result: components["schemas"]["A2aSendMessageResponse"] | components["schemas"]["A2aStreamResponse"] | components["schemas"]["A2aTask"] | components["schemas"]["A2aListTasksResponse"];
+            result: components["schemas"]["A2aSendMessageResponse"] | components["schemas"]["A2aStreamResponse"] | components["schemas"]["A2aTask"] | components["schemas"]["A2aListTasksResponse"] | components["schemas"]["A2aV03Event"];
         };
         A2aJsonRpcFailure: {
             /** @constant */
@@ -3381,6 +3383,12 @@ export interface components {
             };
             version: string;
             documentationUrl?: string;
+            /** @description For A2A 0.3 clients, the JSON-RPC endpoint (A2A 0.3's card field). */
+            url?: string;
+            /** @description For A2A 0.3 clients, `JSONRPC`. */
+            preferredTransport?: string;
+            /** @description For A2A 0.3 clients, `0.3.0`; 1.0 clients read each interface's `protocolVersion`. */
+            protocolVersion?: string;
             capabilities: {
                 streaming?: boolean;
                 pushNotifications?: boolean;
@@ -3399,6 +3407,119 @@ export interface components {
             defaultInputModes: string[];
             defaultOutputModes: string[];
             skills: components["schemas"]["A2aAgentSkill"][];
+        };
+        /** @description An A2A 0.3 part, by its `kind`. */
+        A2aV03Part: {
+            /** @constant */
+            kind: "text";
+            text: string;
+            metadata?: components["schemas"]["A2aStruct"];
+        } | {
+            /** @constant */
+            kind: "file";
+            file: {
+                uri: string;
+                mimeType?: string;
+                name?: string;
+            } | {
+                bytes: string;
+                mimeType?: string;
+                name?: string;
+            };
+            metadata?: components["schemas"]["A2aStruct"];
+        } | {
+            /** @constant */
+            kind: "data";
+            data: components["schemas"]["A2aStruct"];
+            metadata?: components["schemas"]["A2aStruct"];
+        };
+        /** @description An A2A 0.3 message. */
+        A2aV03Message: {
+            /** @constant */
+            kind: "message";
+            messageId: string;
+            /** @enum {string} */
+            role: "user" | "agent";
+            parts: components["schemas"]["A2aV03Part"][];
+            contextId?: string;
+            taskId?: string;
+            metadata?: components["schemas"]["A2aStruct"];
+        };
+        A2aV03TaskStatus: {
+            /** @enum {string} */
+            state: "submitted" | "working" | "input-required" | "completed" | "canceled" | "failed" | "rejected" | "auth-required" | "unknown";
+            message?: components["schemas"]["A2aV03Message"];
+            /** Format: date-time */
+            timestamp?: string;
+        };
+        A2aV03Artifact: {
+            artifactId: string;
+            name?: string;
+            parts: components["schemas"]["A2aV03Part"][];
+        };
+        /** @description An A2A 0.3 task. */
+        A2aV03Task: {
+            /** @constant */
+            kind: "task";
+            id: string;
+            contextId: string;
+            status: components["schemas"]["A2aV03TaskStatus"];
+            artifacts?: components["schemas"]["A2aV03Artifact"][];
+            history?: components["schemas"]["A2aV03Message"][];
+        };
+        A2aV03StatusUpdate: {
+            /** @constant */
+            kind: "status-update";
+            taskId: string;
+            contextId: string;
+            status: components["schemas"]["A2aV03TaskStatus"];
+            final: boolean;
+        };
+        A2aV03ArtifactUpdate: {
+            /** @constant */
+            kind: "artifact-update";
+            taskId: string;
+            contextId: string;
+            artifact: components["schemas"]["A2aV03Artifact"];
+            append?: boolean;
+            lastChunk?: boolean;
+        };
+        /** @description An A2A 0.3 result or stream event, by its `kind`. */
+        A2aV03Event: components["schemas"]["A2aV03Task"] | components["schemas"]["A2aV03Message"] | components["schemas"]["A2aV03StatusUpdate"] | components["schemas"]["A2aV03ArtifactUpdate"];
+        A2aV03MessageSendParams: {
+            message: components["schemas"]["A2aV03Message"];
+            configuration?: {
+                acceptedOutputModes?: string[];
+                blocking?: boolean;
+                historyLength?: number;
+            };
+            metadata?: components["schemas"]["A2aStruct"];
+        };
+        A2aJsonRpcV03Send: {
+            /** @constant */
+            jsonrpc: "2.0";
+            id?: components["schemas"]["A2aJsonRpcId"];
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            method: "message/send" | "message/stream";
+            params: components["schemas"]["A2aV03MessageSendParams"];
+        };
+        A2aJsonRpcV03Task: {
+            /** @constant */
+            jsonrpc: "2.0";
+            id?: components["schemas"]["A2aJsonRpcId"];
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            method: "tasks/get" | "tasks/cancel" | "tasks/resubscribe";
+            params: {
+                id: string;
+                historyLength?: number;
+                metadata?: components["schemas"]["A2aStruct"];
+            };
         };
     };
     responses: {

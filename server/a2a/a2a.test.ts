@@ -100,7 +100,10 @@ describe.each(await availableEngines())('A2A (%s)', (engine) => {
         supportedInterfaces: [
           { url: `${server.url}/a2a/${agentId}`, protocolBinding: 'JSONRPC', protocolVersion: '1.0' },
           { url: `${server.url}/a2a/${agentId}`, protocolBinding: 'HTTP+JSON', protocolVersion: '1.0' },
+          { url: `${server.url}/a2a/${agentId}`, protocolBinding: 'JSONRPC', protocolVersion: '0.3' },
         ],
+        url: `${server.url}/a2a/${agentId}`,
+        preferredTransport: 'JSONRPC',
         capabilities: { streaming: true },
         securitySchemes: { bearer: { httpAuthSecurityScheme: { scheme: 'Bearer' } }, apiKey: { apiKeySecurityScheme: { location: 'header', name: 'X-API-Key' } } },
         defaultInputModes: expect.arrayContaining(['text/plain']),
@@ -277,6 +280,71 @@ describe.each(await availableEngines())('A2A (%s)', (engine) => {
     it('refuses bytes the agent cannot read as ContentTypeNotSupported', async () => {
       const answer = await rpc({ jsonrpc: '2.0', id: 1, method: 'SendMessage', params: { message: { messageId: 'm', role: 'ROLE_USER', parts: [{ raw: 'AAEC', mediaType: 'application/octet-stream' }] } } });
       expect(answer.body.error?.code).toBe(-32005);
+    });
+  });
+
+  describe('A2A 0.3 (no A2A-Version header)', () => {
+    const rpc03 = async (id: string, body: Record<string, unknown>) => {
+      const response = await fetch(`${server.url}/a2a/${id}`, {
+        method: 'POST',
+        headers: { Authorization: `Bearer ${user.apiKey}`, 'Content-Type': 'application/json' },
+        body: JSON.stringify({ jsonrpc: '2.0', id: 1, ...body }),
+      });
+      expect(response.status).toBe(200);
+      return (await response.json()) as { result?: V03; error?: { code: number } };
+    };
+    /** The parts of a 0.3 answer these tests read. */
+    type V03 = {
+      kind: string;
+      id: string;
+      status: { state: string; message: { parts: { data: { toolCallId: string } }[] } };
+      artifacts: { parts: { text?: string }[] }[];
+      artifact: { parts: { text?: string }[] };
+    };
+    const message03 = (parts: unknown[], ids: Record<string, string> = {}) => ({ kind: 'message', messageId: randomUUID(), role: 'user', parts, ...ids });
+
+    it('answers message/send, tasks/get and tasks/cancel in 0.3’s shapes, and the tool round trip with data parts', async () => {
+      const sent = await rpc03(agentId, { method: 'message/send', params: { message: message03([{ kind: 'text', text: 'old school' }]) } });
+      expect(sent.result).toMatchObject({ kind: 'task', status: { state: 'completed' }, artifacts: [{ parts: [{ kind: 'text', text: 'old school' }] }] });
+      const read = await rpc03(agentId, { method: 'tasks/get', params: { id: sent.result!.id } });
+      expect(read.result).toMatchObject({ kind: 'task', id: sent.result!.id, history: [{ kind: 'message', role: 'user' }, { kind: 'message', role: 'agent' }] });
+      expect((await rpc03(agentId, { method: 'tasks/cancel', params: { id: sent.result!.id } })).error?.code).toBe(-32002);
+
+      const asked = await rpc03(toolAgentId, { method: 'message/send', params: { message: message03([{ kind: 'text', text: 'lookup {"q": "owls"}' }]) } });
+      expect(asked.result).toMatchObject({ kind: 'task', status: { state: 'input-required', message: { kind: 'message', role: 'agent', parts: [{ kind: 'data', data: { name: 'lookup', arguments: { q: 'owls' } } }] } } });
+      const callId = asked.result!.status.message.parts[0]!.data.toolCallId;
+      const answered = await rpc03(toolAgentId, { method: 'message/send', params: { message: message03([{ kind: 'data', data: { toolCallId: callId, output: 'three owls' } }], { taskId: asked.result!.id }) } });
+      expect(answered.result).toMatchObject({ kind: 'task', id: asked.result!.id, status: { state: 'completed' } });
+      expect(answered.result!.artifacts.at(-1)!.parts[0]!.text).toBe('lookup returned: three owls.');
+    });
+
+    it('streams message/stream as 0.3 events, the last status update final', async () => {
+      const response = await fetch(`${server.url}/a2a/${agentId}`, {
+        method: 'POST',
+        headers: { Authorization: `Bearer ${user.apiKey}`, 'Content-Type': 'application/json', Accept: 'text/event-stream' },
+        body: JSON.stringify({ jsonrpc: '2.0', id: 'r', method: 'message/stream', params: { message: message03([{ kind: 'text', text: 'stream old' }]) } }),
+      });
+      const frames = (await response.text()).split('\n').filter((line) => line.startsWith('data: ')).map((line) => JSON.parse(line.slice(6)) as { id: string; result: V03 });
+      expect(frames.every((frame) => frame.id === 'r')).toBe(true);
+      const kinds = frames.map((frame) => frame.result.kind);
+      expect(kinds[0]).toBe('task');
+      expect(kinds).toContain('artifact-update');
+      expect(frames.at(-1)!.result).toMatchObject({ kind: 'status-update', final: true, status: { state: 'completed' } });
+      expect(frames.filter((frame) => frame.result.kind === 'artifact-update').map((frame) => frame.result.artifact.parts[0]!.text).join('')).toBe('stream old');
+    });
+
+    it('serves the SDK’s 0.3 client, given a card that offers only 0.3', async () => {
+      const fetchImpl: typeof fetch = (input, init) => fetch(input, { ...init, headers: { ...Object.fromEntries(new Headers(init?.headers)), Authorization: `Bearer ${user.apiKey}` } });
+      const card = await (await fetch(`${server.url}/a2a/${agentId}/.well-known/agent-card.json`)).json();
+      card.supportedInterfaces = card.supportedInterfaces.filter((item: { protocolVersion: string }) => item.protocolVersion === '0.3');
+      const legacy = await new ClientFactory({ transports: [new JsonRpcTransportFactory({ fetchImpl, legacyCompat: { enabled: true } })] }).createFromAgentCard(card);
+      const task = (await legacy.sendMessage(userMessage([text('from the past')]))) as Task;
+      expect(task.status?.state).toBe(TaskState.TASK_STATE_COMPLETED);
+      expect(artifactText(task)).toBe('from the past');
+      const events = await collect(legacy.sendMessageStream(userMessage([text('streamed from the past')])));
+      expect(events[0]?.payload?.$case).toBe('task');
+      const last = events.at(-1)?.payload;
+      expect(last?.$case === 'statusUpdate' && last.value.status?.state).toBe(TaskState.TASK_STATE_COMPLETED);
     });
   });
 

@@ -85,7 +85,13 @@ export function agentCard(facts: AgentFacts | TeamFacts, baseUrl: string, versio
     supportedInterfaces: [
       { url, protocolBinding: 'JSONRPC', protocolVersion: A2A_PROTOCOL_VERSION },
       { url, protocolBinding: 'HTTP+JSON', protocolVersion: A2A_PROTOCOL_VERSION },
+      // Requests without A2A-Version are A2A 0.3, which the JSON-RPC endpoint answers too.
+      { url, protocolBinding: 'JSONRPC', protocolVersion: '0.3' },
     ],
+    // What a 0.3 client reads of a card: where to call, over which transport, in which version.
+    url,
+    preferredTransport: 'JSONRPC',
+    protocolVersion: '0.3.0',
     provider: { organization: 'Open Agent API', url: baseUrl },
     version,
     documentationUrl: `${baseUrl.replace(/\/+$/, '')}/docs`,

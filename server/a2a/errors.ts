@@ -72,7 +72,20 @@ export function restError(error: ApiError): { status: number; body: { error: { c
   return { status: error.status, body: { error: { code: error.status, status: grpc, message: error.message, details: detailsOf(error) } } };
 }
 
-export const JSON_RPC_METHODS_V1 = ['SendMessage', 'SendStreamingMessage', 'GetTask', 'ListTasks', 'CancelTask', 'SubscribeToTask'] as const;
+/** The JSON-RPC methods this server answers: 1.0's, and 0.3's for requests without `A2A-Version`. */
+export const JSON_RPC_METHODS = [
+  'SendMessage',
+  'SendStreamingMessage',
+  'GetTask',
+  'ListTasks',
+  'CancelTask',
+  'SubscribeToTask',
+  'message/send',
+  'message/stream',
+  'tasks/get',
+  'tasks/cancel',
+  'tasks/resubscribe',
+] as const;
 
 /** The JSON-RPC code of an error that is not A2A's own. */
 function rpcCodeOf(error: ApiError, body: unknown): number {
@@ -80,7 +93,7 @@ function rpcCodeOf(error: ApiError, body: unknown): number {
   if (error.code === 'validation_error') {
     const request = (body ?? {}) as { jsonrpc?: unknown; method?: unknown };
     if (request.jsonrpc !== '2.0' || typeof request.method !== 'string') return -32600;
-    if (!(JSON_RPC_METHODS_V1 as readonly string[]).includes(request.method)) return -32601;
+    if (!(JSON_RPC_METHODS as readonly string[]).includes(request.method)) return -32601;
     return -32602;
   }
   if (error.code === 'invalid_request') return -32602;

@@ -17,6 +17,7 @@ import { agentCard, cardFacts, etagOf, matchesEtag } from './card.ts';
 import { A2aError, jsonRpcError, jsonRpcIdOf, restError } from './errors.ts';
 import type { A2aStreamResponse } from './projection.ts';
 import { createA2aTasks } from './tasks.ts';
+import * as v03 from './v03.ts';
 
 type Schemas = components['schemas'];
 type JsonRpcSuccess = Schemas['A2aJsonRpcSuccess'];
@@ -79,9 +80,9 @@ export function a2aHandlers(deps: A2aDeps, contract: Pick<Contract, 'version'>) 
       const target = params.a2aTargetId;
       const id = body.id ?? null;
       const answer = (result: JsonRpcSuccess['result']) => ({ status: 200 as const, body: { jsonrpc: '2.0' as const, id, result } });
-      const stream = (events: AsyncIterable<A2aStreamResponse>) => ({
+      const stream = (events: AsyncIterable<A2aStreamResponse>, shape: (event: A2aStreamResponse) => JsonRpcSuccess['result'] = (event) => event) => ({
         status: 200 as const,
-        stream: frames(events, (result): JsonRpcSuccess => ({ jsonrpc: '2.0', id, result })),
+        stream: frames(events, (event): JsonRpcSuccess => ({ jsonrpc: '2.0', id, result: shape(event) })),
       });
       switch (body.method) {
         case 'SendMessage':
@@ -96,6 +97,19 @@ export function a2aHandlers(deps: A2aDeps, contract: Pick<Contract, 'version'>) 
           return answer(await tasks.cancel(caller, target, body.params.id));
         case 'SubscribeToTask':
           return stream(await tasks.subscribe(caller, target, body.params.id, signal));
+        // A2A 0.3: the same operations, translated in and out.
+        case 'message/send': {
+          const request = v03.sendParamsIn(body.params);
+          return answer(v03.taskOut(await tasks.send(caller, target, request)));
+        }
+        case 'message/stream':
+          return stream(await tasks.stream(caller, target, v03.sendParamsIn(body.params)), v03.eventOut);
+        case 'tasks/get':
+          return answer(v03.taskOut(await tasks.get(caller, target, body.params.id, body.params.historyLength)));
+        case 'tasks/cancel':
+          return answer(v03.taskOut(await tasks.cancel(caller, target, body.params.id)));
+        case 'tasks/resubscribe':
+          return stream(await tasks.subscribe(caller, target, body.params.id, signal), v03.eventOut);
       }
     },
 
