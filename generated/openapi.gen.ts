@@ -1337,6 +1337,222 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/a2a/{a2aTargetId}/.well-known/agent-card.json": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The id of an agent (`agt_…`) or a team (`team_…`). */
+                a2aTargetId: components["parameters"]["A2aTargetId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * An agent's or team's A2A agent card
+         * @description The A2A 1.0 agent card of an agent (`agt_…`) or a team (`team_…`), served without a credential as
+         *     A2A discovery requires: a client reads it to learn where and how to call. It names the agent, its
+         *     description, its skills (its tools and knowledge collections by name, never their internals or the
+         *     instructions), the two bindings under `/a2a/{id}` (JSON-RPC at `/a2a/{id}`, HTTP+JSON below it),
+         *     `protocolVersion` 1.0, streaming, and the credentials calls take (bearer API key or session token,
+         *     `X-API-Key`, HTTP Basic). Calling the agent needs its owner's credential. `ETag` and
+         *     `Cache-Control` come with it; `If-None-Match` with the current tag answers 304.
+         */
+        get: operations["getA2aAgentCard"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/a2a/{a2aTargetId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The id of an agent (`agt_…`) or a team (`team_…`). */
+                a2aTargetId: components["parameters"]["A2aTargetId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A2A over JSON-RPC 2.0
+         * @description The A2A JSON-RPC binding of an agent or team: one JSON-RPC 2.0 request whose `method` picks the
+         *     operation. With the header `A2A-Version: 1.0`: `SendMessage`, `SendStreamingMessage`, `GetTask`,
+         *     `ListTasks`, `CancelTask`, `SubscribeToTask`. Without the header a request speaks A2A 0.3:
+         *     `message/send`, `message/stream`, `tasks/get`, `tasks/cancel` and `tasks/resubscribe`, with 0.3's
+         *     objects (`kind`, kebab-case states, `final` on status updates, bare results). A task is a run of the agent and its `contextId` the
+         *     run's session. `SendMessage` blocks until the task completes, fails, is cancelled or needs input
+         *     (`configuration.returnImmediately` answers at once); the streaming methods answer server-sent events,
+         *     each a JSON-RPC response whose `result` is a `StreamResponse`: the `task` first, then `statusUpdate`
+         *     and `artifactUpdate` events (text as it is produced), closing at a terminal or interrupted state. A
+         *     call of one of the agent's client-side tools stops the task in `TASK_STATE_INPUT_REQUIRED` with a
+         *     `data` part per call (`{toolCallId, name, arguments}`); a message to the same task with a `data`
+         *     part `{toolCallId, output}` per call continues the same run. Errors are JSON-RPC errors: A2A's
+         *     -32001 to -32009, -32602 for invalid params, -32600 for a request off the contract; another user's
+         *     task is a task not found.
+         */
+        post: operations["callA2aJsonRpc"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/a2a/{a2aTargetId}/message:send": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The id of an agent (`agt_…`) or a team (`team_…`). */
+                a2aTargetId: components["parameters"]["A2aTargetId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A2A SendMessage (HTTP+JSON)
+         * @description A2A's `SendMessage` over the HTTP+JSON binding: sends a message to the agent or team and answers
+         *     `{task}` once the task completes, fails, is cancelled or needs input, or at once with
+         *     `configuration.returnImmediately`. A message naming a `taskId` continues that task (the answer to
+         *     its input request). Errors are `google.rpc.Status` with an `ErrorInfo` naming the A2A error.
+         */
+        post: operations["sendA2aMessage"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/a2a/{a2aTargetId}/message:stream": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The id of an agent (`agt_…`) or a team (`team_…`). */
+                a2aTargetId: components["parameters"]["A2aTargetId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A2A SendStreamingMessage (HTTP+JSON)
+         * @description A2A's `SendStreamingMessage` over HTTP+JSON: server-sent events, each a `StreamResponse`: the
+         *     `task` first, then `statusUpdate` and `artifactUpdate` events, closing at a terminal or interrupted
+         *     state.
+         */
+        post: operations["streamA2aMessage"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/a2a/{a2aTargetId}/tasks": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The id of an agent (`agt_…`) or a team (`team_…`). */
+                a2aTargetId: components["parameters"]["A2aTargetId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * A2A ListTasks (HTTP+JSON)
+         * @description The caller's tasks of this agent or team, most recently updated first, a page at a time (`pageToken` from `nextPageToken`).
+         */
+        get: operations["listA2aTasks"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/a2a/{a2aTargetId}/tasks/{a2aTaskId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The id of an agent (`agt_…`) or a team (`team_…`). */
+                a2aTargetId: components["parameters"]["A2aTargetId"];
+                /** @description A task's id (the id of its run). */
+                a2aTaskId: components["parameters"]["A2aTaskId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * A2A GetTask (HTTP+JSON)
+         * @description A task of the caller's with this agent or team; another user's task is not found.
+         */
+        get: operations["getA2aTask"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/a2a/{a2aTargetId}/tasks/{a2aTaskId}:cancel": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The id of an agent (`agt_…`) or a team (`team_…`). */
+                a2aTargetId: components["parameters"]["A2aTargetId"];
+                /** @description A task's id (the id of its run). */
+                a2aTaskId: components["parameters"]["A2aTaskId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A2A CancelTask (HTTP+JSON)
+         * @description Cancels the task's run and answers the task; a task already finished answers TaskNotCancelable.
+         */
+        post: operations["cancelA2aTask"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/a2a/{a2aTargetId}/tasks/{a2aTaskId}:subscribe": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The id of an agent (`agt_…`) or a team (`team_…`). */
+                a2aTargetId: components["parameters"]["A2aTargetId"];
+                /** @description A task's id (the id of its run). */
+                a2aTaskId: components["parameters"]["A2aTaskId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A2A SubscribeToTask (HTTP+JSON)
+         * @description Follows a task that has not finished, from any server of the deployment: the `task` as it is now,
+         *     then its `statusUpdate` and `artifactUpdate` events, closing at a terminal or interrupted state. A
+         *     finished task answers UnsupportedOperation.
+         */
+        post: operations["subscribeToA2aTask"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -3552,6 +3768,410 @@ export interface components {
         CreateConversationItemsRequest: {
             items: components["schemas"]["ResponseInputItem"][];
         };
+        /**
+         * @description A task's state, as ProtoJSON spells A2A's enum.
+         * @enum {string}
+         */
+        A2aTaskState: "TASK_STATE_UNSPECIFIED" | "TASK_STATE_SUBMITTED" | "TASK_STATE_WORKING" | "TASK_STATE_COMPLETED" | "TASK_STATE_FAILED" | "TASK_STATE_CANCELED" | "TASK_STATE_INPUT_REQUIRED" | "TASK_STATE_REJECTED" | "TASK_STATE_AUTH_REQUIRED";
+        /** @description Free-form JSON (a `google.protobuf.Struct`). */
+        A2aStruct: {
+            [key: string]: unknown;
+        };
+        /** @description One piece of a message or artifact; one of `text`, `raw` (base64), `url` and `data` (a part with none is refused as invalid params). */
+        A2aPart: {
+            text?: string;
+            /** @description Bytes, base64. */
+            raw?: string;
+            url?: string;
+            /** @description Any JSON value. */
+            data?: unknown;
+            metadata?: components["schemas"]["A2aStruct"];
+            filename?: string;
+            mediaType?: string;
+        };
+        /** @description One turn of communication between a client (`ROLE_USER`) and the agent (`ROLE_AGENT`). */
+        A2aMessage: {
+            messageId: string;
+            contextId?: string;
+            taskId?: string;
+            /** @enum {string} */
+            role: "ROLE_UNSPECIFIED" | "ROLE_USER" | "ROLE_AGENT";
+            parts: components["schemas"]["A2aPart"][];
+            metadata?: components["schemas"]["A2aStruct"];
+            extensions?: string[];
+            referenceTaskIds?: string[];
+        };
+        /** @description Something the task produced; here, each message the agent said. */
+        A2aArtifact: {
+            artifactId: string;
+            name?: string;
+            description?: string;
+            parts: components["schemas"]["A2aPart"][];
+            metadata?: components["schemas"]["A2aStruct"];
+            extensions?: string[];
+        };
+        A2aTaskStatus: {
+            state: components["schemas"]["A2aTaskState"];
+            message?: components["schemas"]["A2aMessage"];
+            /** Format: date-time */
+            timestamp?: string;
+        };
+        /** @description A task, which is a run of the agent or team; its `contextId` is the run's session. */
+        A2aTask: {
+            id: string;
+            contextId?: string;
+            status: components["schemas"]["A2aTaskStatus"];
+            artifacts?: components["schemas"]["A2aArtifact"][];
+            history?: components["schemas"]["A2aMessage"][];
+            metadata?: components["schemas"]["A2aStruct"];
+        };
+        A2aTaskStatusUpdateEvent: {
+            taskId: string;
+            contextId: string;
+            status: components["schemas"]["A2aTaskStatus"];
+            metadata?: components["schemas"]["A2aStruct"];
+        };
+        A2aTaskArtifactUpdateEvent: {
+            taskId: string;
+            contextId: string;
+            artifact: components["schemas"]["A2aArtifact"];
+            append?: boolean;
+            lastChunk?: boolean;
+            metadata?: components["schemas"]["A2aStruct"];
+        };
+        /** @description One event of a task's stream; exactly one of its fields. */
+        A2aStreamResponse: {
+            task?: components["schemas"]["A2aTask"];
+            message?: components["schemas"]["A2aMessage"];
+            statusUpdate?: components["schemas"]["A2aTaskStatusUpdateEvent"];
+            artifactUpdate?: components["schemas"]["A2aTaskArtifactUpdateEvent"];
+        };
+        /** @description The task (this server always answers with one), or a message. */
+        A2aSendMessageResponse: {
+            task?: components["schemas"]["A2aTask"];
+            message?: components["schemas"]["A2aMessage"];
+        };
+        A2aAuthenticationInfo: {
+            scheme: string;
+            credentials?: string;
+        };
+        A2aTaskPushNotificationConfig: {
+            tenant?: string;
+            id?: string;
+            taskId?: string;
+            url: string;
+            token?: string;
+            authentication?: components["schemas"]["A2aAuthenticationInfo"];
+        };
+        A2aSendMessageConfiguration: {
+            acceptedOutputModes?: string[];
+            taskPushNotificationConfig?: components["schemas"]["A2aTaskPushNotificationConfig"];
+            historyLength?: number;
+            returnImmediately?: boolean;
+        };
+        A2aSendMessageRequest: {
+            tenant?: string;
+            message: components["schemas"]["A2aMessage"];
+            configuration?: components["schemas"]["A2aSendMessageConfiguration"];
+            metadata?: components["schemas"]["A2aStruct"];
+        };
+        A2aGetTaskRequest: {
+            tenant?: string;
+            id: string;
+            historyLength?: number;
+        };
+        A2aListTasksRequest: {
+            tenant?: string;
+            contextId?: string;
+            status?: components["schemas"]["A2aTaskState"];
+            pageSize?: number;
+            pageToken?: string;
+            historyLength?: number;
+            /** Format: date-time */
+            statusTimestampAfter?: string;
+            includeArtifacts?: boolean;
+        };
+        A2aListTasksResponse: {
+            tasks: components["schemas"]["A2aTask"][];
+            /** @description Empty on the last page. */
+            nextPageToken: string;
+            pageSize: number;
+            totalSize: number;
+        };
+        A2aCancelTaskRequest: {
+            tenant?: string;
+            id: string;
+            metadata?: components["schemas"]["A2aStruct"];
+        };
+        A2aSubscribeToTaskRequest: {
+            tenant?: string;
+            id: string;
+        };
+        /** @description The request's id, echoed in the response. */
+        A2aJsonRpcId: string | number | null;
+        /** @description A JSON-RPC 2.0 request; `method` picks the A2A operation and the shape of `params`. */
+        A2aJsonRpcRequest: components["schemas"]["A2aJsonRpcSendMessage"] | components["schemas"]["A2aJsonRpcGetTask"] | components["schemas"]["A2aJsonRpcListTasks"] | components["schemas"]["A2aJsonRpcCancelTask"] | components["schemas"]["A2aJsonRpcSubscribeToTask"] | components["schemas"]["A2aJsonRpcV03Send"] | components["schemas"]["A2aJsonRpcV03Task"];
+        A2aJsonRpcSendMessage: {
+            /** @constant */
+            jsonrpc: "2.0";
+            id?: components["schemas"]["A2aJsonRpcId"];
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            method: "SendMessage" | "SendStreamingMessage";
+            params: components["schemas"]["A2aSendMessageRequest"];
+        };
+        A2aJsonRpcGetTask: {
+            /** @constant */
+            jsonrpc: "2.0";
+            id?: components["schemas"]["A2aJsonRpcId"];
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            method: "GetTask";
+            params: components["schemas"]["A2aGetTaskRequest"];
+        };
+        A2aJsonRpcListTasks: {
+            /** @constant */
+            jsonrpc: "2.0";
+            id?: components["schemas"]["A2aJsonRpcId"];
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            method: "ListTasks";
+            params?: components["schemas"]["A2aListTasksRequest"];
+        };
+        A2aJsonRpcCancelTask: {
+            /** @constant */
+            jsonrpc: "2.0";
+            id?: components["schemas"]["A2aJsonRpcId"];
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            method: "CancelTask";
+            params: components["schemas"]["A2aCancelTaskRequest"];
+        };
+        A2aJsonRpcSubscribeToTask: {
+            /** @constant */
+            jsonrpc: "2.0";
+            id?: components["schemas"]["A2aJsonRpcId"];
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            method: "SubscribeToTask";
+            params: components["schemas"]["A2aSubscribeToTaskRequest"];
+        };
+        A2aJsonRpcError: {
+            code: number;
+            message: string;
+            data?: components["schemas"]["A2aStruct"][];
+        };
+        /** @description A JSON-RPC 2.0 response, with `result` or `error`. */
+        A2aJsonRpcResponse: components["schemas"]["A2aJsonRpcSuccess"] | components["schemas"]["A2aJsonRpcFailure"];
+        A2aJsonRpcSuccess: {
+            /** @constant */
+            jsonrpc: "2.0";
+            id: components["schemas"]["A2aJsonRpcId"];
+            /** @description The method's answer (a `SendMessageResponse`, a `Task`, a `ListTasksResponse`, or in a stream a `StreamResponse`). */
+            result: components["schemas"]["A2aSendMessageResponse"] | components["schemas"]["A2aStreamResponse"] | components["schemas"]["A2aTask"] | components["schemas"]["A2aListTasksResponse"] | components["schemas"]["A2aV03Event"];
+        };
+        A2aJsonRpcFailure: {
+            /** @constant */
+            jsonrpc: "2.0";
+            id: components["schemas"]["A2aJsonRpcId"];
+            error: components["schemas"]["A2aJsonRpcError"];
+        };
+        /** @description An error as `google.rpc.Status` in JSON, the A2A HTTP+JSON binding's error. */
+        A2aErrorStatus: {
+            error: {
+                code: number;
+                status: string;
+                message: string;
+                details: components["schemas"]["A2aStruct"][];
+            };
+        };
+        A2aAgentInterface: {
+            url: string;
+            protocolBinding: string;
+            tenant?: string;
+            protocolVersion: string;
+        };
+        A2aAgentSkill: {
+            id: string;
+            name: string;
+            description: string;
+            tags: string[];
+            examples?: string[];
+            inputModes?: string[];
+            outputModes?: string[];
+        };
+        /** @description One of A2A's security schemes, by its `oneof` field name. */
+        A2aSecurityScheme: {
+            apiKeySecurityScheme?: {
+                description?: string;
+                location: string;
+                name: string;
+            };
+            httpAuthSecurityScheme?: {
+                description?: string;
+                scheme: string;
+                bearerFormat?: string;
+            };
+        };
+        /** @description An A2A 1.0 agent card. */
+        A2aAgentCard: {
+            name: string;
+            description: string;
+            supportedInterfaces: components["schemas"]["A2aAgentInterface"][];
+            provider?: {
+                url: string;
+                organization: string;
+            };
+            version: string;
+            documentationUrl?: string;
+            /** @description For A2A 0.3 clients, the JSON-RPC endpoint (A2A 0.3's card field). */
+            url?: string;
+            /** @description For A2A 0.3 clients, `JSONRPC`. */
+            preferredTransport?: string;
+            /** @description For A2A 0.3 clients, `0.3.0`; 1.0 clients read each interface's `protocolVersion`. */
+            protocolVersion?: string;
+            capabilities: {
+                streaming?: boolean;
+                pushNotifications?: boolean;
+                extendedAgentCard?: boolean;
+            };
+            securitySchemes?: {
+                [key: string]: components["schemas"]["A2aSecurityScheme"];
+            };
+            securityRequirements?: {
+                schemes: {
+                    [key: string]: {
+                        list: string[];
+                    };
+                };
+            }[];
+            defaultInputModes: string[];
+            defaultOutputModes: string[];
+            skills: components["schemas"]["A2aAgentSkill"][];
+        };
+        /** @description An A2A 0.3 part, by its `kind`. */
+        A2aV03Part: {
+            /** @constant */
+            kind: "text";
+            text: string;
+            metadata?: components["schemas"]["A2aStruct"];
+        } | {
+            /** @constant */
+            kind: "file";
+            file: {
+                uri: string;
+                mimeType?: string;
+                name?: string;
+            } | {
+                bytes: string;
+                mimeType?: string;
+                name?: string;
+            };
+            metadata?: components["schemas"]["A2aStruct"];
+        } | {
+            /** @constant */
+            kind: "data";
+            data: components["schemas"]["A2aStruct"];
+            metadata?: components["schemas"]["A2aStruct"];
+        };
+        /** @description An A2A 0.3 message. */
+        A2aV03Message: {
+            /** @constant */
+            kind: "message";
+            messageId: string;
+            /** @enum {string} */
+            role: "user" | "agent";
+            parts: components["schemas"]["A2aV03Part"][];
+            contextId?: string;
+            taskId?: string;
+            metadata?: components["schemas"]["A2aStruct"];
+        };
+        A2aV03TaskStatus: {
+            /** @enum {string} */
+            state: "submitted" | "working" | "input-required" | "completed" | "canceled" | "failed" | "rejected" | "auth-required" | "unknown";
+            message?: components["schemas"]["A2aV03Message"];
+            /** Format: date-time */
+            timestamp?: string;
+        };
+        A2aV03Artifact: {
+            artifactId: string;
+            name?: string;
+            parts: components["schemas"]["A2aV03Part"][];
+        };
+        /** @description An A2A 0.3 task. */
+        A2aV03Task: {
+            /** @constant */
+            kind: "task";
+            id: string;
+            contextId: string;
+            status: components["schemas"]["A2aV03TaskStatus"];
+            artifacts?: components["schemas"]["A2aV03Artifact"][];
+            history?: components["schemas"]["A2aV03Message"][];
+        };
+        A2aV03StatusUpdate: {
+            /** @constant */
+            kind: "status-update";
+            taskId: string;
+            contextId: string;
+            status: components["schemas"]["A2aV03TaskStatus"];
+            final: boolean;
+        };
+        A2aV03ArtifactUpdate: {
+            /** @constant */
+            kind: "artifact-update";
+            taskId: string;
+            contextId: string;
+            artifact: components["schemas"]["A2aV03Artifact"];
+            append?: boolean;
+            lastChunk?: boolean;
+        };
+        /** @description An A2A 0.3 result or stream event, by its `kind`. */
+        A2aV03Event: components["schemas"]["A2aV03Task"] | components["schemas"]["A2aV03Message"] | components["schemas"]["A2aV03StatusUpdate"] | components["schemas"]["A2aV03ArtifactUpdate"];
+        A2aV03MessageSendParams: {
+            message: components["schemas"]["A2aV03Message"];
+            configuration?: {
+                acceptedOutputModes?: string[];
+                blocking?: boolean;
+                historyLength?: number;
+            };
+            metadata?: components["schemas"]["A2aStruct"];
+        };
+        A2aJsonRpcV03Send: {
+            /** @constant */
+            jsonrpc: "2.0";
+            id?: components["schemas"]["A2aJsonRpcId"];
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            method: "message/send" | "message/stream";
+            params: components["schemas"]["A2aV03MessageSendParams"];
+        };
+        A2aJsonRpcV03Task: {
+            /** @constant */
+            jsonrpc: "2.0";
+            id?: components["schemas"]["A2aJsonRpcId"];
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            method: "tasks/get" | "tasks/cancel" | "tasks/resubscribe";
+            params: {
+                id: string;
+                historyLength?: number;
+                metadata?: components["schemas"]["A2aStruct"];
+            };
+        };
     };
     responses: {
         /** @description The request is not valid; `details` lists what is wrong and where. */
@@ -3866,6 +4486,52 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
+        /** @description An A2A error over HTTP+JSON, as `google.rpc.Status` with an `ErrorInfo` detail naming it. */
+        A2aRestError: {
+            headers: {
+                "X-Request-Id": components["headers"]["XRequestId"];
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "error": {
+                 *         "code": 404,
+                 *         "status": "NOT_FOUND",
+                 *         "message": "No task run_01JD3V7R2N8Q4X6Y0Z1A2B3C4D.",
+                 *         "details": [
+                 *           {
+                 *             "@type": "type.googleapis.com/google.rpc.ErrorInfo",
+                 *             "reason": "TASK_NOT_FOUND",
+                 *             "domain": "a2a-protocol.org"
+                 *           }
+                 *         ]
+                 *       }
+                 *     }
+                 */
+                "application/json": components["schemas"]["A2aErrorStatus"];
+            };
+        };
+        /** @description A JSON-RPC error response, for a request refused before its method ran (credential, limits). */
+        A2aJsonRpcError: {
+            headers: {
+                "X-Request-Id": components["headers"]["XRequestId"];
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "jsonrpc": "2.0",
+                 *       "id": null,
+                 *       "error": {
+                 *         "code": -32600,
+                 *         "message": "A valid API key or access token is required."
+                 *       }
+                 *     }
+                 */
+                "application/json": components["schemas"]["A2aJsonRpcResponse"];
+            };
+        };
     };
     parameters: {
         /** @description How many items a page holds. */
@@ -3899,6 +4565,12 @@ export interface components {
         ItemsInclude: string[];
         /** @description `include` as the OpenAI SDKs write arrays in queries (`include[]=…`). */
         ItemsIncludeBrackets: string[];
+        /** @description The id of an agent (`agt_…`) or a team (`team_…`). */
+        A2aTargetId: string;
+        /** @description A task's id (the id of its run). */
+        A2aTaskId: string;
+        /** @description The A2A version the client speaks (`1.0`); without it a request is A2A 0.3. */
+        A2aVersion: string;
     };
     requestBodies: never;
     headers: {
@@ -6855,6 +7527,322 @@ export interface operations {
             404: components["responses"]["NotFound"];
             500: components["responses"]["InternalError"];
             default: components["responses"]["Error"];
+        };
+    };
+    getA2aAgentCard: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description An `ETag` this card was served with before. */
+                "If-None-Match"?: string;
+            };
+            path: {
+                /** @description The id of an agent (`agt_…`) or a team (`team_…`). */
+                a2aTargetId: components["parameters"]["A2aTargetId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The agent card. */
+            200: {
+                headers: {
+                    /** @description A tag of this card's content. */
+                    ETag?: string;
+                    /** @description How long clients may keep the card. */
+                    "Cache-Control"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["A2aAgentCard"];
+                };
+            };
+            /** @description The card has not changed since the tag in `If-None-Match`. */
+            304: {
+                headers: {
+                    /** @description The card's tag. */
+                    ETag?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            404: components["responses"]["NotFound"];
+            default: components["responses"]["Error"];
+        };
+    };
+    callA2aJsonRpc: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The A2A version the client speaks (`1.0`); without it a request is A2A 0.3. */
+                "A2A-Version"?: components["parameters"]["A2aVersion"];
+            };
+            path: {
+                /** @description The id of an agent (`agt_…`) or a team (`team_…`). */
+                a2aTargetId: components["parameters"]["A2aTargetId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "jsonrpc": "2.0",
+                 *       "id": 1,
+                 *       "method": "SendMessage",
+                 *       "params": {
+                 *         "message": {
+                 *           "messageId": "msg-1",
+                 *           "role": "ROLE_USER",
+                 *           "parts": [
+                 *             {
+                 *               "text": "Hello"
+                 *             }
+                 *           ]
+                 *         }
+                 *       }
+                 *     }
+                 */
+                "application/json": components["schemas"]["A2aJsonRpcRequest"];
+            };
+        };
+        responses: {
+            /** @description The JSON-RPC response, or for streaming methods its events. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["A2aJsonRpcResponse"];
+                    "text/event-stream": components["schemas"]["A2aJsonRpcResponse"];
+                };
+            };
+            401: components["responses"]["A2aJsonRpcError"];
+            402: components["responses"]["A2aJsonRpcError"];
+            413: components["responses"]["A2aJsonRpcError"];
+            429: components["responses"]["A2aJsonRpcError"];
+            500: components["responses"]["A2aJsonRpcError"];
+            default: components["responses"]["A2aJsonRpcError"];
+        };
+    };
+    sendA2aMessage: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The A2A version the client speaks (`1.0`); without it a request is A2A 0.3. */
+                "A2A-Version"?: components["parameters"]["A2aVersion"];
+            };
+            path: {
+                /** @description The id of an agent (`agt_…`) or a team (`team_…`). */
+                a2aTargetId: components["parameters"]["A2aTargetId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["A2aSendMessageRequest"];
+            };
+        };
+        responses: {
+            /** @description The task. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["A2aSendMessageResponse"];
+                };
+            };
+            400: components["responses"]["A2aRestError"];
+            401: components["responses"]["A2aRestError"];
+            404: components["responses"]["A2aRestError"];
+            default: components["responses"]["A2aRestError"];
+        };
+    };
+    streamA2aMessage: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The A2A version the client speaks (`1.0`); without it a request is A2A 0.3. */
+                "A2A-Version"?: components["parameters"]["A2aVersion"];
+            };
+            path: {
+                /** @description The id of an agent (`agt_…`) or a team (`team_…`). */
+                a2aTargetId: components["parameters"]["A2aTargetId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["A2aSendMessageRequest"];
+            };
+        };
+        responses: {
+            /** @description The task's events. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/event-stream": components["schemas"]["A2aStreamResponse"];
+                };
+            };
+            400: components["responses"]["A2aRestError"];
+            401: components["responses"]["A2aRestError"];
+            404: components["responses"]["A2aRestError"];
+            default: components["responses"]["A2aRestError"];
+        };
+    };
+    listA2aTasks: {
+        parameters: {
+            query?: {
+                /** @description Only tasks of this context. */
+                contextId?: string;
+                /** @description Only tasks in this state. */
+                status?: components["schemas"]["A2aTaskState"];
+                /** @description How many tasks a page holds (1–100, 50 unless given). */
+                pageSize?: number;
+                /** @description The `nextPageToken` of the previous page. */
+                pageToken?: string;
+                /** @description At most this many messages of each task's history. */
+                historyLength?: number;
+                /** @description Only tasks whose status changed after this time. */
+                statusTimestampAfter?: string;
+                /** @description Whether each task comes with its artifacts. */
+                includeArtifacts?: boolean;
+            };
+            header?: {
+                /** @description The A2A version the client speaks (`1.0`); without it a request is A2A 0.3. */
+                "A2A-Version"?: components["parameters"]["A2aVersion"];
+            };
+            path: {
+                /** @description The id of an agent (`agt_…`) or a team (`team_…`). */
+                a2aTargetId: components["parameters"]["A2aTargetId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of tasks. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["A2aListTasksResponse"];
+                };
+            };
+            400: components["responses"]["A2aRestError"];
+            401: components["responses"]["A2aRestError"];
+            404: components["responses"]["A2aRestError"];
+            default: components["responses"]["A2aRestError"];
+        };
+    };
+    getA2aTask: {
+        parameters: {
+            query?: {
+                /** @description At most this many messages of the task's history. */
+                historyLength?: number;
+            };
+            header?: {
+                /** @description The A2A version the client speaks (`1.0`); without it a request is A2A 0.3. */
+                "A2A-Version"?: components["parameters"]["A2aVersion"];
+            };
+            path: {
+                /** @description The id of an agent (`agt_…`) or a team (`team_…`). */
+                a2aTargetId: components["parameters"]["A2aTargetId"];
+                /** @description A task's id (the id of its run). */
+                a2aTaskId: components["parameters"]["A2aTaskId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The task. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["A2aTask"];
+                };
+            };
+            400: components["responses"]["A2aRestError"];
+            401: components["responses"]["A2aRestError"];
+            404: components["responses"]["A2aRestError"];
+            default: components["responses"]["A2aRestError"];
+        };
+    };
+    cancelA2aTask: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The A2A version the client speaks (`1.0`); without it a request is A2A 0.3. */
+                "A2A-Version"?: components["parameters"]["A2aVersion"];
+            };
+            path: {
+                /** @description The id of an agent (`agt_…`) or a team (`team_…`). */
+                a2aTargetId: components["parameters"]["A2aTargetId"];
+                /** @description A task's id (the id of its run). */
+                a2aTaskId: components["parameters"]["A2aTaskId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": {
+                    tenant?: string;
+                    metadata?: components["schemas"]["A2aStruct"];
+                };
+            };
+        };
+        responses: {
+            /** @description The task. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["A2aTask"];
+                };
+            };
+            400: components["responses"]["A2aRestError"];
+            401: components["responses"]["A2aRestError"];
+            404: components["responses"]["A2aRestError"];
+            default: components["responses"]["A2aRestError"];
+        };
+    };
+    subscribeToA2aTask: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The A2A version the client speaks (`1.0`); without it a request is A2A 0.3. */
+                "A2A-Version"?: components["parameters"]["A2aVersion"];
+            };
+            path: {
+                /** @description The id of an agent (`agt_…`) or a team (`team_…`). */
+                a2aTargetId: components["parameters"]["A2aTargetId"];
+                /** @description A task's id (the id of its run). */
+                a2aTaskId: components["parameters"]["A2aTaskId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The task's events. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/event-stream": components["schemas"]["A2aStreamResponse"];
+                };
+            };
+            400: components["responses"]["A2aRestError"];
+            401: components["responses"]["A2aRestError"];
+            404: components["responses"]["A2aRestError"];
+            default: components["responses"]["A2aRestError"];
         };
     };
 }

@@ -24,6 +24,8 @@ export interface OperationInfo {
   streamTerminator?: string;
   /** Creates something, so it takes an `Idempotency-Key`, from `x-idempotent`. */
   idempotent: boolean;
+  /** How this operation's errors are rendered when not as the one envelope (a protocol's own), from `x-error-format`. */
+  errorFormat?: string;
 }
 
 type Json = Record<string, unknown>;
@@ -41,9 +43,10 @@ function resolveRef(doc: Json, value: unknown): Json {
   return current;
 }
 
-function isErrorEnvelope(content: Record<string, Json>): boolean {
+/** A response the error middleware renders: the one envelope, or a protocol's own error (`x-error-envelope`). */
+function isErrorEnvelope(doc: Json, content: Record<string, Json>): boolean {
   const schema = content['application/json']?.schema as Json | undefined;
-  return schema?.$ref === '#/components/schemas/Error';
+  return schema?.$ref === '#/components/schemas/Error' || (schema !== undefined && resolveRef(doc, schema)['x-error-envelope'] === true);
 }
 
 export function listOperations(doc: Json = loadContract()): OperationInfo[] {
@@ -62,7 +65,7 @@ export function listOperations(doc: Json = loadContract()): OperationInfo[] {
         if (status === 'default') continue;
         const content = (resolveRef(doc, response).content ?? {}) as Record<string, Json>;
         // Error envelopes are thrown as ApiError and rendered by the error middleware, not returned.
-        if (Number(status) >= 400 && isErrorEnvelope(content)) continue;
+        if (Number(status) >= 400 && isErrorEnvelope(doc, content)) continue;
         responseContent[status] = Object.keys(content);
         const terminator = content['text/event-stream']?.['x-stream-terminator'];
         if (typeof terminator === 'string') streamTerminator = terminator;
@@ -79,13 +82,20 @@ export function listOperations(doc: Json = loadContract()): OperationInfo[] {
         requestContentTypes: Object.keys((requestBody?.content ?? {}) as Json),
         ...(streamTerminator ? { streamTerminator } : {}),
         idempotent: op['x-idempotent'] === true,
+        ...(typeof op['x-error-format'] === 'string' ? { errorFormat: op['x-error-format'] } : {}),
       });
     }
   }
   return operations;
 }
 
-/** `/v1/agents/{agentId}` → `/v1/agents/:agentId` */
+/**
+ * `/v1/agents/{agentId}` → `/v1/agents/:agentId`. A literal colon (A2A's `/tasks/{id}:cancel`) is escaped,
+ * as express-openapi-validator escapes it, or path-to-regexp would read it as a parameter.
+ */
 export function toExpressPath(path: string): string {
-  return path.replace(/\{([^}]+)\}/g, ':$1');
+  return path
+    .split(':')
+    .map((part) => part.replace(/\{([^}]+)\}/g, ':$1'))
+    .join('\\:');
 }

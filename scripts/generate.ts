@@ -21,7 +21,7 @@ function routeLiteral(op: OperationInfo): string {
     `operationId: '${op.operationId}'`,
     `method: '${op.method}'`,
     `path: '${op.path}'`,
-    `expressPath: '${toExpressPath(op.path)}'`,
+    `expressPath: ${JSON.stringify(toExpressPath(op.path))}`,
     `secured: ${op.secured}`,
     `handlerStatuses: [${op.handlerStatuses.join(', ')}]`,
     `responseContent: ${JSON.stringify(op.responseContent)}`,
@@ -29,6 +29,7 @@ function routeLiteral(op: OperationInfo): string {
   ];
   if (op.streamTerminator) fields.push(`streamTerminator: ${JSON.stringify(op.streamTerminator)}`);
   if (op.idempotent) fields.push('idempotent: true');
+  if (op.errorFormat) fields.push(`errorFormat: ${JSON.stringify(op.errorFormat)}`);
   return `  { ${fields.join(', ')} },`;
 }
 
@@ -109,6 +110,8 @@ export interface RouteSpec {
   streamTerminator?: string;
   /** Takes an \`Idempotency-Key\` (\`x-idempotent\`): a retry with the same key answers the first response. */
   idempotent?: boolean;
+  /** Errors rendered in a protocol's own shape rather than the one envelope (\`x-error-format\`). */
+  errorFormat?: string;
 }
 
 export const routes: readonly RouteSpec[] = [

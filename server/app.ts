@@ -9,7 +9,8 @@ import swaggerUi from 'swagger-ui-express';
 import { routes } from '../generated/server.gen.ts';
 import type { Config } from './config.ts';
 import { createStreamValidators, loadContract, type Contract } from './http/contract.ts';
-import { errorHandler, unmatchedRoute } from './http/error-handler.ts';
+import { a2aErrorFormats } from './a2a/handlers.ts';
+import { createErrorHandler, unmatchedRoute } from './http/error-handler.ts';
 import { ApiError } from './errors.ts';
 import { jsonBodyParser, mountOperations, type AppHandlers } from './http/operations.ts';
 import { requestLog } from './http/request-log.ts';
@@ -137,6 +138,6 @@ export function createApp(deps: Services, options: AppOptions = {}): Express {
   app.use('/docs', swaggerUi.serveFiles(undefined, docsAssetOptions));
   app.use('/playground', playground());
   app.use(unmatchedRoute);
-  app.use(errorHandler);
+  app.use(createErrorHandler(a2aErrorFormats));
   return app;
 }

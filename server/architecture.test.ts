@@ -67,6 +67,7 @@ const HANDLER_FILES: Record<string, string> = {
   'AG-UI': 'server/protocols/handlers.ts',
   Responses: 'server/responses/handlers.ts',
   Conversations: 'server/responses/handlers.ts',
+  A2A: 'server/a2a/handlers.ts',
 };
 
 describe('the shape of the code', () => {

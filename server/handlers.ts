@@ -1,4 +1,5 @@
 // The handler map: one handler per operationId, assembled from the domain modules.
+import { a2aHandlers } from './a2a/handlers.ts';
 import { agentHandlers } from './agents/handlers.ts';
 import { billingHandlers } from './billing/handlers.ts';
 import type { AppHandlers } from './http/operations.ts';
@@ -53,5 +54,6 @@ export function buildHandlers(services: Services, contract: Contract) {
         await services.quotas.enforce(userId, await services.accountPlans.planOf(userId), ['runs_per_day']);
       },
     }),
+    ...a2aHandlers(services, contract),
   } satisfies AppHandlers;
 }

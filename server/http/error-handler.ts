@@ -92,7 +92,17 @@ export const unmatchedRoute: RequestHandler = (req, _res, next) => {
   }
 };
 
-export const errorHandler: ErrorRequestHandler = (error, req, res, _next) => {
+/**
+ * How an operation of a protocol with its own error shape (A2A's JSON-RPC errors and `google.rpc.Status`)
+ * renders an error, named by the operation's `x-error-format`.
+ */
+export type ErrorFormat = (error: ApiError, req: Request) => { status: number; body: unknown };
+
+export function createErrorHandler(formats: Readonly<Record<string, ErrorFormat>> = {}): ErrorRequestHandler {
+  return (error, req, res, next) => handleError(error, req, res, next, req.errorFormat ? formats[req.errorFormat] : undefined);
+}
+
+const handleError = (...[error, req, res, , format]: [...Parameters<ErrorRequestHandler>, ErrorFormat | undefined]) => {
   const known = toApiError(error, req);
   if (res.headersSent) {
     // A stream was already under way; it cannot carry an envelope any more.
@@ -112,5 +122,19 @@ export const errorHandler: ErrorRequestHandler = (error, req, res, _next) => {
     req.log.error({ err: error }, apiError.message);
   }
   for (const [name, value] of Object.entries(apiError.headers)) res.setHeader(name, value);
+  if (format) {
+    const rendered = format(apiError, req);
+    res.status(rendered.status).json(rendered.body);
+    return;
+  }
   res.status(apiError.status).json(envelope(apiError, req.id, req));
 };
+
+export const errorHandler: ErrorRequestHandler = createErrorHandler();
+
+declare module 'express-serve-static-core' {
+  interface Request {
+    /** The `x-error-format` of the operation this request reached, if it has one. */
+    errorFormat?: string;
+  }
+}

@@ -10,7 +10,7 @@ const SEED = 20261120;
 const RUNS = 6;
 
 describe('contract fuzzing', () => {
-  it('finds no 5xx and no wrong answer in any operation', { timeout: 240_000 }, async () => {
+  it('finds no 5xx and no wrong answer in any operation', { timeout: 420_000 }, async () => {
     const report = await runFuzz({ runs: RUNS, seed: SEED });
     const { totals } = report;
     console.log(

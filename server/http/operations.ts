@@ -197,6 +197,7 @@ export function mountOperations(app: Express, options: MountOptions): void {
     const recorder = options.metrics.operation(route.operationId, route.method.toUpperCase());
     const labelMetrics: RequestHandler = (req, _res, next) => {
       req.operationRecorder = recorder;
+      if (route.errorFormat) req.errorFormat = route.errorFormat;
       next();
     };
     app[route.method](route.expressPath, labelMetrics, authenticate(route, options.authenticator), ...beforeHandler(route, options), invoke(route, options));

@@ -27,6 +27,8 @@ export interface FuzzOperation {
   mayBeUnavailable: boolean;
   /** Other methods the path answers, so the ones it does not can be tried. */
   pathMethods: string[];
+  /** The body of its errors, for an operation with its own error shape (`x-error-format`); the envelope otherwise. */
+  errorSchema?: Schema;
 }
 
 /** Reads the operations out of the contract. */
@@ -71,6 +73,9 @@ export function fuzzOperations(document: Json): FuzzOperation[] {
         streams,
         mayBeUnavailable: '503' in responses,
         pathMethods: pathMethods.map((m) => m.toUpperCase()),
+        ...(typeof op['x-error-format'] === 'string' && responses.default
+          ? { errorSchema: ((resolve<Json>(responses.default).content as Record<string, Json>)['application/json']!.schema as Schema) }
+          : {}),
       });
     }
   }

@@ -151,6 +151,9 @@ export async function runFuzz(options: FuzzOptions): Promise<FuzzReport> {
       if (status >= 400) {
         const body = parseJson(answer.text);
         if (body === undefined) return `answered ${status} without the JSON envelope: ${answer.text.slice(0, 200)}`;
+        // A protocol's own error shape (A2A's) has no request_id. A request that never reached the operation
+        // (a method the path lacks, a path that does not decode) is answered with the envelope.
+        if (op.errorSchema && check(op.errorSchema)(body)) return undefined;
         if (!envelopeValid(body)) return `answered ${status} with a body off the envelope: ${answer.text.slice(0, 300)}`;
         const replayed = answer.headers.get('idempotent-replayed') === 'true';
         if (!replayed && (body as { error: { request_id: string } }).error.request_id !== answer.headers.get('x-request-id')) {

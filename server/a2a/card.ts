@@ -1,0 +1,123 @@
+// Agent cards: how an A2A client learns what an agent or team is, where to call it and with which
+// credential. A card is public (a client reads it before it can authenticate), so it holds what a
+// directory listing would: the name, the description, skills by name (tools and knowledge collections),
+// never the instructions, a tool's parameters, the model or the owner.
+import { createHash } from 'node:crypto';
+import type { components } from '../../generated/openapi.gen.ts';
+import { notFound } from '../errors.ts';
+import { one, type Queryable } from '../store/db.ts';
+
+export type A2aAgentCard = components['schemas']['A2aAgentCard'];
+type Skill = components['schemas']['A2aAgentSkill'];
+
+export const A2A_PROTOCOL_VERSION = '1.0';
+
+const INPUT_MODES = ['text/plain', 'application/json', 'image/png', 'image/jpeg', 'image/webp', 'image/gif'];
+const OUTPUT_MODES = ['text/plain', 'application/json'];
+
+interface AgentFacts {
+  kind: 'agent';
+  id: string;
+  name: string;
+  description: string | null;
+  tools: { function: { name: string; description?: string } }[];
+  server_tools: string[];
+  knowledge_collections: string[];
+}
+
+interface TeamFacts {
+  kind: 'team';
+  id: string;
+  name: string;
+  description: string | null;
+  members: { name: string; role: string | null; description: string | null }[];
+}
+
+/** What a card says of an agent or team, read without an owner: the id is the capability. */
+export async function cardFacts(db: Queryable, id: string): Promise<AgentFacts | TeamFacts> {
+  if (id.startsWith('team_')) {
+    const team = await one<{ id: string; name: string; description: string | null }>(db, 'SELECT id, name, description FROM teams WHERE id = $1', [id]);
+    if (!team) throw notFound('agent or team', id);
+    const members = await db.query<{ name: string; role: string | null; description: string | null }>(
+      'SELECT a.name, m.role, a.description FROM team_members m JOIN agents a ON a.id = m.agent_id WHERE m.team_id = $1 ORDER BY m.position',
+      [id],
+    );
+    return { kind: 'team', ...team, members };
+  }
+  const agent = await one<Omit<AgentFacts, 'kind'>>(db, 'SELECT id, name, description, tools, server_tools, knowledge_collections FROM agents WHERE id = $1', [id]);
+  if (!agent) throw notFound('agent or team', id);
+  return { kind: 'agent', ...agent };
+}
+
+function skillsOf(facts: AgentFacts | TeamFacts): Skill[] {
+  const description = facts.description ?? `Talk with ${facts.name}.`;
+  const conversation: Skill = { id: 'conversation', name: facts.name, description, tags: [facts.kind, 'chat'] };
+  if (facts.kind === 'team') {
+    return [
+      conversation,
+      ...facts.members.map((member) => ({
+        id: `member:${member.name}`,
+        name: member.name,
+        description: member.role ?? member.description ?? `A member of ${facts.name}.`,
+        tags: ['team-member'],
+      })),
+    ];
+  }
+  return [
+    conversation,
+    ...facts.tools.map((tool) => ({
+      id: `tool:${tool.function.name}`,
+      name: tool.function.name,
+      description: tool.function.description ?? `A tool the client runs: the task asks for it as input.`,
+      tags: ['tool', 'client-side'],
+    })),
+    ...facts.server_tools.map((name) => ({ id: `tool:${name}`, name, description: `The ${name} tool, run by the agent itself.`, tags: ['tool'] })),
+    ...facts.knowledge_collections.map((name) => ({ id: `knowledge:${name}`, name, description: `Answers from the knowledge collection ${name}.`, tags: ['knowledge'] })),
+  ];
+}
+
+/** The card of an agent or team served at `baseUrl` (the server's public URL). */
+export function agentCard(facts: AgentFacts | TeamFacts, baseUrl: string, version: string): A2aAgentCard {
+  const url = `${baseUrl.replace(/\/+$/, '')}/a2a/${facts.id}`;
+  return {
+    name: facts.name,
+    description: facts.description ?? `${facts.kind === 'team' ? 'A team' : 'An agent'} of Open Agent API.`,
+    supportedInterfaces: [
+      { url, protocolBinding: 'JSONRPC', protocolVersion: A2A_PROTOCOL_VERSION },
+      { url, protocolBinding: 'HTTP+JSON', protocolVersion: A2A_PROTOCOL_VERSION },
+      // Requests without A2A-Version are A2A 0.3, which the JSON-RPC endpoint answers too.
+      { url, protocolBinding: 'JSONRPC', protocolVersion: '0.3' },
+    ],
+    // What a 0.3 client reads of a card: where to call, over which transport, in which version.
+    url,
+    preferredTransport: 'JSONRPC',
+    protocolVersion: '0.3.0',
+    provider: { organization: 'Open Agent API', url: baseUrl },
+    version,
+    documentationUrl: `${baseUrl.replace(/\/+$/, '')}/docs`,
+    capabilities: { streaming: true, pushNotifications: false, extendedAgentCard: false },
+    securitySchemes: {
+      bearer: { httpAuthSecurityScheme: { scheme: 'Bearer', description: 'An API key (oaa_…) or a session access token of the agent’s owner.' } },
+      apiKey: { apiKeySecurityScheme: { location: 'header', name: 'X-API-Key', description: 'An API key of the agent’s owner.' } },
+      basic: { httpAuthSecurityScheme: { scheme: 'Basic', description: 'HTTP Basic with an API key as the user name or the password.' } },
+    },
+    securityRequirements: [{ schemes: { bearer: { list: [] } } }, { schemes: { apiKey: { list: [] } } }, { schemes: { basic: { list: [] } } }],
+    defaultInputModes: INPUT_MODES,
+    defaultOutputModes: OUTPUT_MODES,
+    skills: skillsOf(facts),
+  };
+}
+
+/** A strong tag of the card's content. */
+export function etagOf(card: A2aAgentCard): string {
+  return `"${createHash('sha256').update(JSON.stringify(card)).digest('base64url').slice(0, 32)}"`;
+}
+
+/** Whether `If-None-Match` names this tag (or is `*`). */
+export function matchesEtag(ifNoneMatch: string | undefined, etag: string): boolean {
+  if (!ifNoneMatch) return false;
+  return ifNoneMatch.split(',').some((tag) => {
+    const trimmed = tag.trim();
+    return trimmed === '*' || trimmed.replace(/^W\//, '') === etag;
+  });
+}

@@ -1,0 +1,146 @@
+// A2A 1.0 for every agent and team: the agent card, the JSON-RPC binding (one operation, the method in the
+// body) and the HTTP+JSON binding (an operation per method). Both bindings call the same task operations;
+// errors are rendered by the operations' `x-error-format` (server/a2a/errors.ts).
+import type { components } from '../../generated/openapi.gen.ts';
+import type { SseFrame } from '../../generated/server.gen.ts';
+import type { AgentStore } from '../agents/agents.ts';
+import { callerOf } from '../http/auth.ts';
+import type { Contract } from '../http/contract.ts';
+import type { ErrorFormat } from '../http/error-handler.ts';
+import type { AppHandlers } from '../http/operations.ts';
+import type { RunEngine } from '../runs/engine.ts';
+import type { RunStore } from '../runs/store.ts';
+import type { Queryable } from '../store/db.ts';
+import type { TeamRunner } from '../teams/runner.ts';
+import type { TeamStore } from '../teams/teams.ts';
+import { agentCard, cardFacts, etagOf, matchesEtag } from './card.ts';
+import { A2aError, jsonRpcError, jsonRpcIdOf, restError } from './errors.ts';
+import type { A2aStreamResponse } from './projection.ts';
+import { createA2aTasks } from './tasks.ts';
+import * as v03 from './v03.ts';
+
+type Schemas = components['schemas'];
+type JsonRpcSuccess = Schemas['A2aJsonRpcSuccess'];
+
+export interface A2aDeps {
+  db: Queryable;
+  runs: RunStore;
+  engine: RunEngine;
+  teamRunner: TeamRunner;
+  agents: AgentStore;
+  teams: TeamStore;
+  config: { publicUrl: string };
+}
+
+/** How the A2A operations render errors, by their `x-error-format`. */
+export const a2aErrorFormats: Record<string, ErrorFormat> = {
+  'a2a-rest': (error) => restError(error),
+  'a2a-jsonrpc': (error, req) => jsonRpcError(error, jsonRpcIdOf(req.body), req.body),
+};
+
+const CARD_CACHE = 'public, max-age=300, must-revalidate';
+
+/**
+ * The version a request speaks, from `A2A-Version`: `1.0`, or without the header 0.3, which is answered with
+ * the 1.0 methods it names (0.3 names no method of 1.0's).
+ */
+function checkVersion(headers: Record<string, string | undefined>): void {
+  const version = headers['a2a-version']?.trim();
+  if (!version || /^1(\.0)?(\.\d+)?$/.test(version) || /^0\.3(\.\d+)?$/.test(version)) return;
+  throw new A2aError('VersionNotSupported', `A2A version ${version} is not supported; this agent speaks 1.0 (and 0.3).`, { version, supportedVersions: '1.0, 0.3' });
+}
+
+export function a2aHandlers(deps: A2aDeps, contract: Pick<Contract, 'version'>) {
+  const tasks = createA2aTasks({
+    db: deps.db,
+    runs: deps.runs,
+    engine: deps.engine,
+    teamRunner: deps.teamRunner,
+    async ownTarget(userId, targetId) {
+      if (targetId.startsWith('team_')) await deps.teams.get(userId, targetId);
+      else await deps.agents.get(userId, targetId);
+    },
+  });
+
+  const frames = async function* <T>(events: AsyncIterable<A2aStreamResponse>, wrap: (event: A2aStreamResponse) => T): AsyncGenerator<SseFrame<T>> {
+    for await (const event of events) yield { data: wrap(event) };
+  };
+
+  return {
+    async getA2aAgentCard({ params, headers }) {
+      const card = agentCard(await cardFacts(deps.db, params.a2aTargetId), deps.config.publicUrl, contract.version);
+      const caching: Record<string, string> = { ETag: etagOf(card), 'Cache-Control': CARD_CACHE };
+      if (matchesEtag(headers['if-none-match'], caching.ETag!)) return { status: 304, headers: caching };
+      return { status: 200, body: card, headers: caching };
+    },
+
+    async callA2aJsonRpc({ auth, body, params, headers, signal }) {
+      checkVersion(headers);
+      const caller = callerOf(auth);
+      const target = params.a2aTargetId;
+      const id = body.id ?? null;
+      const answer = (result: JsonRpcSuccess['result']) => ({ status: 200 as const, body: { jsonrpc: '2.0' as const, id, result } });
+      const stream = (events: AsyncIterable<A2aStreamResponse>, shape: (event: A2aStreamResponse) => JsonRpcSuccess['result'] = (event) => event) => ({
+        status: 200 as const,
+        stream: frames(events, (event): JsonRpcSuccess => ({ jsonrpc: '2.0', id, result: shape(event) })),
+      });
+      switch (body.method) {
+        case 'SendMessage':
+          return answer({ task: await tasks.send(caller, target, body.params) });
+        case 'SendStreamingMessage':
+          return stream(await tasks.stream(caller, target, body.params));
+        case 'GetTask':
+          return answer(await tasks.get(caller, target, body.params.id, body.params.historyLength));
+        case 'ListTasks':
+          return answer(await tasks.list(caller, target, body.params ?? {}));
+        case 'CancelTask':
+          return answer(await tasks.cancel(caller, target, body.params.id));
+        case 'SubscribeToTask':
+          return stream(await tasks.subscribe(caller, target, body.params.id, signal));
+        // A2A 0.3: the same operations, translated in and out.
+        case 'message/send': {
+          const request = v03.sendParamsIn(body.params);
+          return answer(v03.taskOut(await tasks.send(caller, target, request)));
+        }
+        case 'message/stream':
+          return stream(await tasks.stream(caller, target, v03.sendParamsIn(body.params)), v03.eventOut);
+        case 'tasks/get':
+          return answer(v03.taskOut(await tasks.get(caller, target, body.params.id, body.params.historyLength)));
+        case 'tasks/cancel':
+          return answer(v03.taskOut(await tasks.cancel(caller, target, body.params.id)));
+        case 'tasks/resubscribe':
+          return stream(await tasks.subscribe(caller, target, body.params.id, signal), v03.eventOut);
+      }
+    },
+
+    async sendA2aMessage({ auth, body, params, headers }) {
+      checkVersion(headers);
+      return { status: 200, body: { task: await tasks.send(callerOf(auth), params.a2aTargetId, body) } };
+    },
+
+    async streamA2aMessage({ auth, body, params, headers }) {
+      checkVersion(headers);
+      return { status: 200, stream: frames(await tasks.stream(callerOf(auth), params.a2aTargetId, body), (event) => event) };
+    },
+
+    async listA2aTasks({ auth, params, query, headers }) {
+      checkVersion(headers);
+      return { status: 200, body: await tasks.list(callerOf(auth), params.a2aTargetId, query) };
+    },
+
+    async getA2aTask({ auth, params, query, headers }) {
+      checkVersion(headers);
+      return { status: 200, body: await tasks.get(callerOf(auth), params.a2aTargetId, params.a2aTaskId, query.historyLength) };
+    },
+
+    async cancelA2aTask({ auth, params, headers }) {
+      checkVersion(headers);
+      return { status: 200, body: await tasks.cancel(callerOf(auth), params.a2aTargetId, params.a2aTaskId) };
+    },
+
+    async subscribeToA2aTask({ auth, params, headers, signal }) {
+      checkVersion(headers);
+      return { status: 200, stream: frames(await tasks.subscribe(callerOf(auth), params.a2aTargetId, params.a2aTaskId, signal), (event) => event) };
+    },
+  } satisfies Partial<AppHandlers>;
+}
