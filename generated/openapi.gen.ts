@@ -610,7 +610,10 @@ export interface paths {
          *     client-side tools; `context` and a non-empty `state` reach the model as context. A call to a
          *     client-side tool ends the run with outcome `success` and `pendingToolCallIds`, as AG-UI 1.0 asks:
          *     the client runs the tool and starts the next run with the tool message, and the same run goes on.
-         *     A `resume` is refused with 400 unless the thread has interrupts to resume.
+         *     A server-side tool call that needs approval ends the run with outcome `interrupt` (one interrupt per
+         *     call, its `id` the tool call's, `reason` `tool_approval`); the next run answers with `resume`
+         *     entries: `resolved` with payload `{"approved": true}` approves, anything else denies (with the
+         *     payload's `reason`), and the same run goes on.
          */
         post: operations["runAgentWithAgUi"];
         delete?: never;
@@ -922,7 +925,10 @@ export interface paths {
          *     client-side tools; `context` and a non-empty `state` reach the model as context. A call to a
          *     client-side tool ends the run with outcome `success` and `pendingToolCallIds`, as AG-UI 1.0 asks:
          *     the client runs the tool and starts the next run with the tool message, and the same run goes on.
-         *     A `resume` is refused with 400 unless the thread has interrupts to resume.
+         *     A server-side tool call that needs approval ends the run with outcome `interrupt` (one interrupt per
+         *     call, its `id` the tool call's, `reason` `tool_approval`); the next run answers with `resume`
+         *     entries: `resolved` with payload `{"approved": true}` approves, anything else denies (with the
+         *     payload's `reason`), and the same run goes on.
          */
         post: operations["runTeamWithAgUi"];
         delete?: never;
@@ -3373,7 +3379,10 @@ export interface components {
             reason: string;
             message?: string;
             toolCallId?: string;
-            responseSchema?: Record<string, never>;
+            /** @description A JSON Schema of the answer the interrupt expects (for a tool approval, `{approved, reason?}`). */
+            responseSchema?: {
+                [key: string]: unknown;
+            };
             subagentRunId?: string;
         };
         AgUiTokenUsage: {

@@ -24,13 +24,11 @@ export async function agUiTurn(
   start: StartTurn,
 ): Promise<{ status: 200; stream: AsyncIterable<{ data: agui.AgUiEvent }> }> {
   const { caller, body } = request;
-  if (body.resume?.length) {
-    // Interrupts come with tool approvals; until a run asks for one, there is nothing to resume.
-    throw new ApiError('invalid_request', 'This thread has no interrupt to resume.', { details: [{ field: 'resume', message: 'no pending interrupt' }] });
-  }
+  // Interrupts are tool approvals: a resume answers them, and the run checks each answer against what it waits for.
+  const approvals = body.resume?.length ? agui.toApprovals(body.resume) : undefined;
   const conversation = await namedConversation(deps.chatSessions, caller.userId, target, body.threadId, await agui.toChatMessages(body.messages, deps.audio));
   const handle = await start(
-    { ...caller, conversation, tools: agui.toFunctionTools(body.tools), instructions: agui.turnInstructions(body), metadata: { protocol: 'ag-ui' } },
+    { ...caller, conversation, tools: agui.toFunctionTools(body.tools), instructions: agui.turnInstructions(body), metadata: { protocol: 'ag-ui' }, ...(approvals ? { approvals } : {}) },
     { resumable: false },
   );
   request.signal.addEventListener('abort', () => handle.cancel(), { once: true });

@@ -76,6 +76,42 @@ describe('AG-UI', () => {
     expect(second.events.filter((event) => event.type === 'TEXT_MESSAGE_CONTENT').map((event) => event.delta).join('')).toBe('lookup returned: 42 otters.');
   });
 
+  it('ends on a tool that needs approval with an interrupt, and a resume approves or denies it on the same run', async () => {
+    const id = await create('/v1/agents', { name: 'Careful', server_tools: ['calculator'], server_tool_approvals: { calculator: 'always_ask' } });
+    const ask = async () => {
+      const agent = agentFor(`/v1/agents/${id}/ag-ui`);
+      agent.messages = [{ id: 'u1', role: 'user', content: 'calculator {"expression": "6*7"}' }];
+      const first = await run(agent);
+      const finished = first.events.at(-1)!;
+      expect(finished).toMatchObject({
+        type: 'RUN_FINISHED',
+        outcome: { type: 'interrupt', interrupts: [{ id: expect.any(String), reason: 'tool_approval', toolCallId: expect.any(String), message: expect.stringContaining('calculator') }] },
+      });
+      const interrupt = (finished.outcome as { interrupts: { id: string; toolCallId: string }[] }).interrupts[0]!;
+      expect(first.events.find((event) => event.type === 'TOOL_CALL_START')).toMatchObject({ toolCallId: interrupt.toolCallId, toolCallName: 'calculator' });
+      expect(first.events.some((event) => event.type === 'TOOL_CALL_RESULT')).toBe(false);
+      return { agent, interrupt, runId: (first.events[0]!.metadata as { run_id: string }).run_id };
+    };
+
+    const approved = await ask();
+    const done = await run(approved.agent, { resume: [{ interruptId: approved.interrupt.id, status: 'resolved', payload: { approved: true } }] });
+    expect((done.events[0]!.metadata as { run_id: string }).run_id).toBe(approved.runId);
+    expect(done.events.find((event) => event.type === 'TOOL_CALL_RESULT')).toMatchObject({ toolCallId: approved.interrupt.toolCallId, content: '42' });
+    expect(done.events.at(-1)).toMatchObject({ type: 'RUN_FINISHED', outcome: { type: 'success' } });
+
+    const denied = await ask();
+    const refused = await run(denied.agent, { resume: [{ interruptId: denied.interrupt.id, status: 'resolved', payload: { approved: false, reason: 'not today' } }] });
+    expect((refused.events[0]!.metadata as { run_id: string }).run_id).toBe(denied.runId);
+    const result = refused.events.find((event) => event.type === 'TOOL_CALL_RESULT');
+    expect(result?.content).toContain('not today');
+    expect(String(result?.content)).not.toContain('42');
+    expect(refused.events.at(-1)).toMatchObject({ type: 'RUN_FINISHED', outcome: { type: 'success' } });
+
+    // Answering an interrupt the run does not wait for is refused, before anything runs.
+    const stale = await approved.agent.runAgent({ resume: [{ interruptId: approved.interrupt.id, status: 'resolved', payload: { approved: true } }] }).catch((error: unknown) => error);
+    expect(stale).toMatchObject({ status: 400 });
+  });
+
   it('shows a team member’s work as a step and a subagent, its events tagged with the member run', async () => {
     const member = await create('/v1/agents', { name: 'Counter', server_tools: ['calculator'] });
     const team = await create('/v1/teams', { name: 'Desk', members: [{ agent_id: member }] });

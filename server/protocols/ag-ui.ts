@@ -121,6 +121,42 @@ export function turnInstructions(input: AgUiInput): string | undefined {
   return parts.length ? parts.join('\n\n') : undefined;
 }
 
+/** What an approval answer looks like in a resume entry's `payload`. */
+const APPROVAL_ANSWER = {
+  type: 'object',
+  properties: { approved: { type: 'boolean' }, reason: { type: 'string', description: 'Why; a denial\'s reason is given to the model.' } },
+  required: ['approved'],
+} as const;
+
+/** A server-side tool call waiting for approval, as an AG-UI interrupt answered by the call's id. */
+function approvalInterrupt(approval: Schemas['ApprovalRequest']): Schemas['AgUiInterrupt'] {
+  const where = approval.mcp ? ` on the MCP server ${approval.mcp.server}` : '';
+  return {
+    id: approval.tool_call_id,
+    reason: 'tool_approval',
+    message: `Allow the tool ${approval.name}${where} to run?`,
+    toolCallId: approval.tool_call_id,
+    responseSchema: APPROVAL_ANSWER,
+  };
+}
+
+/**
+ * Resume entries as approval answers. `resolved` with `{approved: true}` (or `true`) approves; anything
+ * else resolved, or `cancelled`, denies, with the payload's reason when it gives one.
+ */
+export function toApprovals(resume: NonNullable<AgUiInput['resume']>): Schemas['ApprovalAnswer'][] {
+  return resume.map((entry, index) => {
+    const payload = entry.payload as { approved?: unknown; reason?: unknown } | boolean | undefined;
+    const approved = entry.status === 'resolved' && (payload === true || (typeof payload === 'object' && payload !== null && payload.approved === true));
+    const given = typeof payload === 'object' && payload !== null && typeof payload.reason === 'string' ? payload.reason : undefined;
+    if (given !== undefined && given.length > 2000) {
+      throw new ApiError('invalid_request', 'A resume reason is longer than 2000 characters.', { details: [{ field: field('resume', index, 'payload', 'reason'), message: 'longer than 2000 characters' }] });
+    }
+    const reason = given ?? (entry.status === 'cancelled' ? 'The user dismissed the request.' : undefined);
+    return { tool_call_id: entry.interruptId, decision: approved ? 'approve' : 'deny', ...(reason ? { reason } : {}) };
+  });
+}
+
 function usageOf(usage: TokenUsage, model: string | undefined): Schemas['AgUiTokenUsage'][] {
   return [{ ...(model ? { model } : {}), inputTokens: usage.prompt_tokens, outputTokens: usage.completion_tokens, totalTokens: usage.total_tokens }];
 }
@@ -200,12 +236,18 @@ export class AgUiProjection {
       case 'ToolRequest': {
         const parent = [...this.#lastMessage.values()].at(-1);
         for (const call of event.tool_calls) out.push(...this.#toolCall(call, parent, {}, timestamp));
+        const approvals = event.approvals ?? [];
         out.push(...this.#finish(timestamp), {
           type: 'RUN_FINISHED',
           timestamp,
           threadId: this.#threadId,
           runId: this.#runId,
-          outcome: { type: 'success', pendingToolCallIds: event.tool_calls.map((call) => call.id) },
+          // A call waiting for approval is an interrupt, answered by a resume entry; a client-side tool is
+          // a pending call, answered by a tool message. A run that waits for both reports the interrupts:
+          // its client-side calls were announced above, and the resume carries their results as messages.
+          outcome: approvals.length
+            ? { type: 'interrupt', interrupts: approvals.map((approval) => approvalInterrupt(approval)) }
+            : { type: 'success', pendingToolCallIds: event.tool_calls.map((call) => call.id) },
           usage: usageOf(event.usage, this.#model),
         });
         return out;
