@@ -1,5 +1,4 @@
 // An AG-UI run is a turn of the agent or team, projected onto AG-UI events.
-import { ApiError } from '../errors.ts';
 import type { Caller } from '../runs/tools.ts';
 import type { StartTurn } from '../runs/turns.ts';
 import type { SessionStore, SessionTarget } from '../sessions/store.ts';
