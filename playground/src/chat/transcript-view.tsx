@@ -4,14 +4,14 @@ import type { FunctionComponent } from 'preact';
 import { useEffect, useRef } from 'preact/hooks';
 import type { Schemas } from '../api.ts';
 import { prettyJson } from '../ui.tsx';
-import { ActionView, type ToolResult } from './actions.tsx';
+import { ActionView, type ActionAnswer } from './actions.tsx';
 import type { Item, Speaker, Transcript } from './transcript.ts';
 
 export interface TranscriptViewProps {
   transcript: Transcript;
   tools: Map<string, Schemas['FunctionTool']>;
   /** Answers a pending action; absent in a replay. */
-  answer?: (actionKey: string, results: ToolResult[]) => void;
+  answer?: (actionKey: string, answer: ActionAnswer) => void;
   busy?: boolean;
   /** Who the person talks to, for the label of unattributed replies. */
   targetName: string;
@@ -72,7 +72,7 @@ const itemViews: { [K in Item['kind']]: FunctionComponent<ItemProps<K>> } = {
     </div>
   ),
   action: ({ item, tools, answer, busy }) => (
-    <ActionView action={item.action} settled={item.answered} tools={tools} busy={busy} {...(answer ? { answer: (results: ToolResult[]) => answer(item.key, results) } : {})} />
+    <ActionView action={item.action} settled={item.answered} tools={tools} busy={busy} {...(answer ? { answer: (given: ActionAnswer) => answer(item.key, given) } : {})} />
   ),
   notice: ({ item }) => (
     <p class={`notice ${item.tone}`} role={item.tone === 'error' ? 'alert' : undefined}>

@@ -61,7 +61,7 @@ describe('the chat transcript, folded from real run events', () => {
     expect(action).toMatchObject({ answered: false, action: { type: 'client_tools', runId: asked.state.runId, sessionId: asked.state.sessionId } });
     expect(action!.action.calls.map((call) => call.id)).toEqual([card!.callId]);
 
-    const answered = answerAction(asked.state, action!.key, [{ callId: card!.callId, output: '{"temperature_c":18}' }]);
+    const answered = answerAction(asked.state, action!.key, { results: [{ callId: card!.callId, output: '{"temperature_c":18}' }], approvals: [] });
     expect(only(answered, 'tool_call')[0]).toMatchObject({ state: 'done', output: '{"temperature_c":18}' });
     const resumed = await turn('agent', agent.id, answered, {
       session_id: asked.state.sessionId!,
@@ -70,6 +70,22 @@ describe('the chat transcript, folded from real run events', () => {
     expect(resumed.state).toMatchObject({ status: 'completed', runId: asked.state.runId });
     expect(only(resumed.state, 'action')[0]?.answered).toBe(true);
     expect(only(resumed.state, 'assistant').at(-1)?.text).toContain('get_weather returned');
+  });
+
+  it('halts on a call that needs approval with a server-side card and an approval request, and goes on when approved', async () => {
+    const agent = (await user.client.POST('/v1/agents', { body: { name: 'Careful', server_tools: ['calculator'], server_tool_approvals: { calculator: 'always_ask' } } })).data!;
+    const asked = await turn('agent', agent.id, emptyTranscript, { messages: [{ role: 'user', content: 'calculator {"expression": "6*7"}' }] });
+    expect(asked.state.status).toBe('requires_action');
+    const [card] = only(asked.state, 'tool_call');
+    expect(card).toMatchObject({ name: 'calculator', side: 'server', state: 'requested' });
+    const [action] = only(asked.state, 'action');
+    expect(action!.action.approvals).toMatchObject([{ tool_call_id: card!.callId, name: 'calculator' }]);
+
+    const answered = answerAction(asked.state, action!.key, { results: [], approvals: [{ tool_call_id: card!.callId, decision: 'approve' }] });
+    const resumed = await turn('agent', agent.id, answered, { session_id: asked.state.sessionId!, messages: [], approvals: [{ tool_call_id: card!.callId, decision: 'approve' }] });
+    expect(resumed.state).toMatchObject({ status: 'completed', runId: asked.state.runId });
+    expect(only(resumed.state, 'tool_call')[0]).toMatchObject({ callId: card!.callId, side: 'server', state: 'done', output: '42' });
+    expect(only(resumed.state, 'assistant').at(-1)?.text).toContain('42');
   });
 
   it('shows a server-side tool as a card with its arguments and result', async () => {

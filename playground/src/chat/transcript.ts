@@ -9,16 +9,25 @@ export type ChatMessage = Schemas['ChatMessage'];
 export type TokenUsage = Schemas['TokenUsage'];
 
 /**
- * Something the run waits for the person to do. Client-side tools today; approvals (the MCP issue) join
- * as another member of this union, with a reducer case and a view in actions.tsx: nothing else changes.
+ * Something the run waits for the person to do: client-side tools to run in the page, and server-side
+ * tool calls to approve or deny. One halt may ask both, and one answer gives both, so they are one action.
+ * Another kind joins as a member of this union, with a reducer case and a view in actions.tsx.
  */
 export type PendingAction = {
   type: 'client_tools';
   runId: string;
   sessionId: string;
+  /** Every call the run waits for; those named in `approvals` are approved or denied, not run here. */
   calls: ToolCall[];
+  approvals: Schemas['ApprovalRequest'][];
   from?: Speaker;
 };
+
+/** What the page answers: results of the client-side calls, decisions on the approvals. */
+export interface ActionAnswer {
+  results: { callId: string; output: string }[];
+  approvals: Schemas['ApprovalAnswer'][];
+}
 
 export type Item =
   | { kind: 'user'; key: string; text: string }
@@ -95,7 +104,7 @@ export function addUserMessage(state: Transcript, text: string, key: string): Tr
 }
 
 /** The page's answers to client-side tool calls: the cards get their results, the form is done. */
-export function answerAction(state: Transcript, actionKey: string, results: { callId: string; output: string }[]): Transcript {
+export function answerAction(state: Transcript, actionKey: string, { results }: ActionAnswer): Transcript {
   let items = state.items.map((item) => (item.kind === 'action' && item.key === actionKey ? { ...item, answered: true } : item));
   for (const result of results) {
     const at = findCall(items, result.callId);
@@ -201,7 +210,15 @@ export function applyEvent(state: Transcript, event: RunEvent): Transcript {
     }
     case 'ToolRequest': {
       let next = items;
+      const asked = new Set((event.approvals ?? []).map((approval) => approval.tool_call_id));
       for (const call of event.tool_calls) {
+        // A call waiting for approval runs on the server once approved: its card shows the server's result.
+        if (asked.has(call.id)) {
+          const at = findCall(next, call.id);
+          const card = { kind: 'tool_call' as const, key: `${event.run_id}:${call.id}`, callId: call.id, name: call.function.name, arguments: call.function.arguments, side: 'server' as const, state: 'requested' as const, ...(event.from ? { from: event.from } : {}) };
+          next = at >= 0 ? replaceItem(next, at, { ...(next[at] as typeof card), side: 'server' }) : [...next, card];
+          continue;
+        }
         const at = findCall(next, call.id);
         const card = {
           kind: 'tool_call' as const,
@@ -220,6 +237,7 @@ export function applyEvent(state: Transcript, event: RunEvent): Transcript {
         runId: event.run_id,
         sessionId: event.session_id,
         calls: event.tool_calls,
+        approvals: event.approvals ?? [],
         ...(event.from ? { from: event.from } : {}),
       };
       return {
@@ -295,6 +313,7 @@ export function withPendingRun(state: Transcript, run: Schemas['Run']): Transcri
     created_at: run.updated_at,
     session_id: run.session_id,
     tool_calls: run.required_action.tool_calls,
+    ...(run.required_action.approvals ? { approvals: run.required_action.approvals } : {}),
     usage: run.usage,
     ...(run.required_action.from ? { from: run.required_action.from } : {}),
   };

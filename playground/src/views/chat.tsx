@@ -3,7 +3,7 @@
 // cancelled, and the session goes on turn after turn.
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { allPages, data, failureOf, guardStream, type Schemas } from '../api.ts';
-import type { ToolResult } from '../chat/actions.tsx';
+import type { ActionAnswer } from '../chat/actions.tsx';
 import {
   addNotice,
   addUserMessage,
@@ -166,11 +166,12 @@ function Conversation({ target, initial }: { target: Target; initial: Transcript
     void stream({ messages: [{ role: 'user', content: message }], ...(transcript.sessionId ? { session_id: transcript.sessionId } : {}) });
   };
 
-  const answer = (actionKey: string, results: ToolResult[]) => {
-    update((state) => answerAction(state, actionKey, results));
+  const answer = (actionKey: string, given: ActionAnswer) => {
+    update((state) => answerAction(state, actionKey, given));
     void stream({
       session_id: transcript.sessionId!,
-      messages: results.map((result) => ({ role: 'tool' as const, tool_call_id: result.callId, content: result.output })),
+      messages: given.results.map((result) => ({ role: 'tool' as const, tool_call_id: result.callId, content: result.output })),
+      ...(given.approvals.length ? { approvals: given.approvals } : {}),
     }).then(() => composer.current?.focus());
   };
 
