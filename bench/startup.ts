@@ -3,7 +3,8 @@
 // database on BENCH_DATABASE_URL's server, postgres://postgres@127.0.0.1:5432/test by default; skipped when none
 // answers). Per engine: the first start (which creates and migrates the store), then three starts after
 // it, each timed from spawn to the first healthy GET /health; the RSS of the idle server 5 s after it is
-// healthy; and, through bench/memory-hook.ts, what that memory holds (the V8 heap, ArrayBuffers such as
+// healthy; PGlite alone opening the same data directory (bench/pglite-open.ts), the floor of a restart;
+// and, through bench/memory-hook.ts, what that memory holds (the V8 heap, ArrayBuffers such as
 // PGlite's WebAssembly memory, the rest), the packages loaded, and a heap snapshot broken down by kind.
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
@@ -90,10 +91,21 @@ function breakDown(file: string) {
   return { totalMb: total / 1048576, byKind: top(byKind, 12), byConstructor: top(byConstructor, 15) };
 }
 
+/** Spawn to exit of bench/pglite-open.ts on the server's data directory, in ms. */
+async function pgliteAlone(dataDir: string): Promise<number> {
+  const begun = performance.now();
+  const proc = spawnNode(['bench/pglite-open.ts', dataDir], {}, () => {});
+  const code = await new Promise<number | null>((resolve) => proc.child.once('exit', resolve));
+  if (code !== 0) throw new Error(`bench/pglite-open.ts exited with ${code}`);
+  return performance.now() - begun;
+}
+
 async function engineFigures(name: string, env: Record<string, string>, workDir: string) {
   const first = await start(env);
   const restarts: Start[] = [];
   for (let i = 0; i < RESTARTS; i++) restarts.push(await start(env));
+  const storeAloneMs: number[] = [];
+  if (name === 'pglite') for (let i = 0; i < RESTARTS; i++) storeAloneMs.push(await pgliteAlone(env.DATA_DIR!));
   const idle = await start(env, path.join(workDir, `${name}-memory.json`));
   const memory = idle.memory!;
   const heap = breakDown(memory.snapshot);
@@ -103,6 +115,8 @@ async function engineFigures(name: string, env: Record<string, string>, workDir:
     engine: name,
     firstStartMs: first.ms,
     restartMs: restarts.map((r) => r.ms),
+    /** PGlite alone opening the same data directory: the floor of a restart on the embedded store. */
+    storeAloneMs,
     idleRssMb: idle.rssMb,
     memoryMb: {
       rss: mb(memory.memory.rss),
@@ -165,11 +179,12 @@ async function run(_options: BenchOptions) {
     };
     const lines = [
       table(
-        ['engine', 'first start ms', 'restarts ms', 'idle RSS MB', 'V8 heap used MB', 'ArrayBuffers MB', 'external MB', 'rest of RSS MB'],
+        ['engine', 'first start ms', 'restarts ms', 'PGlite alone ms', 'idle RSS MB', 'V8 heap used MB', 'ArrayBuffers MB', 'external MB', 'rest of RSS MB'],
         engines.map((e) => [
           e.engine,
           f(e.firstStartMs),
           e.restartMs.map(f).join(' / '),
+          e.storeAloneMs.length ? e.storeAloneMs.map(f).join(' / ') : '-',
           e.idleRssMb.toFixed(1),
           e.memoryMb.heapUsed.toFixed(1),
           e.memoryMb.arrayBuffers.toFixed(1),

@@ -78,6 +78,10 @@ export async function openPglite(options: PgliteOptions = {}): Promise<PgliteDb>
     ...(options.loadDataDir ? { loadDataDir: options.loadDataDir } : {}),
     extensions: { vector },
     parsers,
+    // PostgreSQL's default of 128 MB of shared buffers lives in PGlite's WebAssembly memory for good: at
+    // 16 MB an idle PGlite takes about 120 MB less resident memory (371 → 249 MB, measured alone), and
+    // the files it reads stay in the operating system's page cache anyway.
+    postgresqlconf: ['shared_buffers=16MB'],
   });
   try {
     await pg.waitReady;
