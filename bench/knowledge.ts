@@ -16,6 +16,7 @@ import { vectorLiteral, vectorSearch } from '../server/knowledge/search.ts';
 import { embedText } from '../server/models/local.ts';
 import { createModelGateway } from '../server/models/providers.ts';
 import type { Db } from '../server/store/db.ts';
+import { createJobs } from '../server/jobs/jobs.ts';
 import { newId } from '../server/store/ids.ts';
 import { createPgliteDatabase } from '../server/testing/database.ts';
 import { createUsageMeter } from '../server/usage/meter.ts';
@@ -89,7 +90,9 @@ const models = await createModelGateway(config.models, { logger, clock: Date.now
 async function open(): Promise<{ db: Db; knowledge: Knowledge; userId: string }> {
   const db = await createPgliteDatabase();
   const usage = createUsageMeter(db, Date.now);
-  const knowledge = await createKnowledge({ db, models, usage, logger, clock: Date.now, config: config.knowledge });
+  const jobs = createJobs({ db, logger, instanceId: 'bench' });
+  await jobs.start();
+  const knowledge = await createKnowledge({ db, models, usage, logger, clock: Date.now, config: config.knowledge, jobs });
   const { user } = await findOrCreateUser(db, 'bench@example.com');
   return { db, knowledge, userId: user.id };
 }

@@ -14,6 +14,9 @@ type Entry = { name: string; load: () => Promise<BenchSection> } | { name: strin
 
 const sections: Entry[] = [
   { name: 'gateway', load: async () => (await import('./gateway.ts')).section },
+  { name: 'streams', load: async () => (await import('./streams.ts')).section },
+  { name: 'validator', load: async () => (await import('./validator.ts')).section },
+  { name: 'startup', load: async () => (await import('./startup.ts')).section },
   { name: 'runs', load: async () => (await import('./runs.ts')).section },
   { name: 'limits', script: 'bench/limits.ts' },
   { name: 'knowledge', script: 'bench/knowledge.ts' },

@@ -61,7 +61,12 @@ export class TurnFolder {
         this.#end({
           status: 'requires_action',
           finish_reason: 'tool_calls',
-          required_action: { type: 'submit_tool_outputs', tool_calls: event.tool_calls, ...(event.from ? { from: event.from } : {}) },
+          required_action: {
+            type: 'submit_tool_outputs',
+            tool_calls: event.tool_calls,
+            ...(event.approvals?.length ? { approvals: event.approvals } : {}),
+            ...(event.from ? { from: event.from } : {}),
+          },
           usage: event.usage,
           message: this.#lastAssistant(),
           ...(event.usage_breakdown ? { usage_breakdown: event.usage_breakdown } : {}),

@@ -13,6 +13,7 @@ import { knowledgeChecks } from './checks/knowledge.ts';
 import { modelChecks } from './checks/models.ts';
 import { ownershipChecks } from './checks/ownership.ts';
 import { protocolChecks } from './checks/protocols.ts';
+import { responseChecks } from './checks/responses.ts';
 import { systemChecks } from './checks/system.ts';
 import { teamChecks } from './checks/teams.ts';
 
@@ -44,6 +45,7 @@ const checks: readonly Check[] = [
   ...protocolChecks,
   ...teamChecks,
   ...knowledgeChecks,
+  ...responseChecks,
   ...ownershipChecks,
 ];
 

@@ -1123,6 +1123,220 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/responses": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Create a response
+         * @description OpenAI's Responses API. A response is a run: of the caller's agent (`agent:<agentId>`) or team
+         *     (`team:<teamId>`), or of a catalog model with no agent. `input` is a string or a list of items
+         *     (messages with text and image parts, `function_call`, `function_call_output`, `item_reference`);
+         *     `previous_response_id` or `conversation` put every earlier item, function calls and their outputs
+         *     included, before it. Request-declared function `tools` are client-side: the response ends with
+         *     `function_call` items and status `completed`; send their `function_call_output` items with
+         *     `previous_response_id` to go on. Tools an agent runs on the server appear as `mcp_call` items with
+         *     `server_label` `open-agent-api`. Streams when `stream` is true: `event:`/`data:` pairs whose
+         *     `event` is the `type`, `sequence_number` from 0, then `data: [DONE]`. With `background: true` the
+         *     answer is immediate (`queued` or `in_progress`) and the run goes on; retrieve it, or stream it with
+         *     `GET /v1/responses/{responseId}?stream=true`. Fields this server cannot honour are refused with 400
+         *     naming them; OpenAI's hints (`user`, `safety_identifier`, `prompt_cache_key`,
+         *     `prompt_cache_retention`, `service_tier`, `truncation`, `stream_options`) are accepted.
+         */
+        post: operations["createResponse"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/responses/{responseId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The response's id. */
+                responseId: components["parameters"]["ResponseId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Retrieve a response
+         * @description The response as it stands: the projection of its run's stored events, so it is the same on every
+         *     server. With `stream=true` its events are streamed as on creation, from after `starting_after`
+         *     (or from the start), following the run until it ends, then `data: [DONE]`.
+         */
+        get: operations["getResponse"];
+        put?: never;
+        post?: never;
+        /**
+         * Delete a response
+         * @description Deletes a stored response (a run still going is cancelled first); it then answers 404.
+         */
+        delete: operations["deleteResponse"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/responses/{responseId}/cancel": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The response's id. */
+                responseId: components["parameters"]["ResponseId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Cancel a response
+         * @description Cancels a response's run wherever it runs (its upstream call stops) and answers the response, then `cancelled`. A finished response is answered as it is.
+         */
+        post: operations["cancelResponse"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/responses/{responseId}/input_items": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The response's id. */
+                responseId: components["parameters"]["ResponseId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * List a response's input items
+         * @description The items of this response's own `input`, newest first unless `order=asc`.
+         */
+        get: operations["listResponseInputItems"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/conversations": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Create a conversation
+         * @description A durable list of items; a response created with `conversation` reads it as its history and adds its input and output items to it.
+         */
+        post: operations["createConversation"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/conversations/{conversationId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The conversation's id. */
+                conversationId: components["parameters"]["ConversationId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Retrieve a conversation
+         * @description The conversation's id, creation time and metadata; its items are listed apart.
+         */
+        get: operations["getConversation"];
+        put?: never;
+        /**
+         * Update a conversation
+         * @description Replaces the conversation's metadata.
+         */
+        post: operations["updateConversation"];
+        /**
+         * Delete a conversation
+         * @description Deletes the conversation and its items; the responses that used it stay.
+         */
+        delete: operations["deleteConversation"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/conversations/{conversationId}/items": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The conversation's id. */
+                conversationId: components["parameters"]["ConversationId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * List a conversation's items
+         * @description Newest first unless `order=asc`.
+         */
+        get: operations["listConversationItems"];
+        put?: never;
+        /**
+         * Add items to a conversation
+         * @description Adds up to 20 items at the end of the conversation and answers them with their ids.
+         */
+        post: operations["createConversationItems"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/conversations/{conversationId}/items/{itemId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The conversation's id. */
+                conversationId: components["parameters"]["ConversationId"];
+                /** @description The item's id. */
+                itemId: string;
+            };
+            cookie?: never;
+        };
+        /**
+         * Retrieve a conversation item
+         * @description One item of the conversation, by its id.
+         */
+        get: operations["getConversationItem"];
+        put?: never;
+        post?: never;
+        /**
+         * Delete a conversation item
+         * @description Removes the item and answers the conversation, as OpenAI does.
+         */
+        delete: operations["deleteConversationItem"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/a2a/{a2aTargetId}/.well-known/agent-card.json": {
         parameters: {
             query?: never;
@@ -1971,6 +2185,13 @@ export interface components {
             /** @description Collections the agent searches with `knowledge_search`. */
             knowledge_collections?: components["schemas"]["CollectionName"][];
             /**
+             * @description Remote MCP servers (Streamable HTTP) whose tools the agent may call. Their tools are listed when a
+             *     run starts and offered to the model as `<server name>__<tool name>`. Header values are stored
+             *     encrypted and answered masked; on update, a header whose value is the mask keeps its stored value.
+             */
+            mcp_servers?: components["schemas"]["McpServerInput"][];
+            server_tool_approvals?: components["schemas"]["ServerToolApprovals"];
+            /**
              * @description The most model calls one run may make.
              * @default 10
              */
@@ -1988,6 +2209,13 @@ export interface components {
             tools?: components["schemas"]["FunctionTool"][];
             server_tools?: components["schemas"]["ServerToolName"][];
             knowledge_collections?: components["schemas"]["CollectionName"][];
+            /**
+             * @description Remote MCP servers (Streamable HTTP) whose tools the agent may call. Their tools are listed when a
+             *     run starts and offered to the model as `<server name>__<tool name>`. Header values are stored
+             *     encrypted and answered masked; on update, a header whose value is the mask keeps its stored value.
+             */
+            mcp_servers?: components["schemas"]["McpServerInput"][];
+            server_tool_approvals?: components["schemas"]["ServerToolApprovals"];
             max_steps?: number;
             run_timeout_seconds?: number;
             metadata?: components["schemas"]["Metadata"];
@@ -2004,11 +2232,86 @@ export interface components {
             tools: components["schemas"]["FunctionTool"][];
             server_tools: components["schemas"]["ServerToolName"][];
             knowledge_collections: components["schemas"]["CollectionName"][];
+            mcp_servers: components["schemas"]["McpServer"][];
+            server_tool_approvals: components["schemas"]["ServerToolApprovals"];
             max_steps: number;
             run_timeout_seconds: number;
             metadata: components["schemas"]["Metadata"];
             created_at: components["schemas"]["Timestamp"];
             updated_at: components["schemas"]["Timestamp"];
+        };
+        /** @description A remote MCP server's name within an agent; its tools are offered as `<name>__<tool>`. */
+        McpServerName: string;
+        /**
+         * @description Whether a server-side tool call waits for the client's approval: `always_allow`, `always_ask`, or
+         *     `{ask_if: <JSON Schema>}` to ask only when the call's arguments match the schema.
+         */
+        ApprovalPolicy: ("always_allow" | "always_ask") | {
+            /** @description A JSON Schema (2020-12) over the call's arguments object. */
+            ask_if: {
+                [key: string]: unknown;
+            };
+        };
+        /** @description Approval policies of built-in tools by name; `always_allow` for any not named. */
+        ServerToolApprovals: {
+            [key: string]: components["schemas"]["ApprovalPolicy"];
+        };
+        McpServerInput: {
+            name: components["schemas"]["McpServerName"];
+            /**
+             * Format: uri
+             * @description The server's Streamable HTTP endpoint (http or https; private addresses only if the operator allows them).
+             */
+            url: string;
+            /** @description Headers sent with every request (for example `Authorization`); stored encrypted. */
+            headers?: {
+                [key: string]: string;
+            };
+            /** @description Only these of the server's tools are offered; all when omitted. */
+            allowed_tools?: string[];
+            approval?: components["schemas"]["ApprovalPolicy"];
+            /** @description Policies for single tools (by the server's tool name), over `approval` (whose default is `always_ask`). */
+            tool_approvals?: {
+                [key: string]: components["schemas"]["ApprovalPolicy"];
+            };
+        };
+        McpServer: {
+            name: components["schemas"]["McpServerName"];
+            url: string;
+            /** @description The header names, each value masked as `********`. */
+            headers: {
+                [key: string]: string;
+            };
+            /** @description `null` when every tool is offered. */
+            allowed_tools: string[] | null;
+            approval: components["schemas"]["ApprovalPolicy"];
+            tool_approvals: {
+                [key: string]: components["schemas"]["ApprovalPolicy"];
+            };
+        };
+        /** @description Set when the tool is a remote MCP server's. */
+        McpCallInfo: {
+            server: components["schemas"]["McpServerName"];
+            tool: string;
+        };
+        ApprovalRequest: {
+            tool_call_id: string;
+            /** @description The tool as the model named it. */
+            name: string;
+            mcp?: components["schemas"]["McpCallInfo"];
+        };
+        ApprovalAnswer: {
+            tool_call_id: string;
+            /** @enum {string} */
+            decision: "approve" | "deny";
+            /** @description Why; a denial's reason is given to the model. */
+            reason?: string;
+        };
+        /** @description The decision a call ran (or was refused) under, when it waited for approval. */
+        ApprovalDecision: {
+            /** @enum {string} */
+            decision: "approve" | "deny";
+            reason?: string;
         };
         AgentList: {
             /** @constant */
@@ -2018,7 +2321,10 @@ export interface components {
             next_cursor: components["schemas"]["Cursor"];
         };
         ChatRequest: {
-            /** @description The new messages of this turn. With a `session_id`, the server adds the stored history before them. */
+            /**
+             * @description The new messages of this turn. With a `session_id`, the server adds the stored history before them.
+             *     May be empty only when `approvals` answers everything the run waits for.
+             */
             messages: components["schemas"]["ChatMessage"][];
             session_id?: components["schemas"]["ResourceId"];
             /**
@@ -2028,6 +2334,10 @@ export interface components {
              *     they run). Names must be unique here and may not be a server-side tool's.
              */
             tools?: components["schemas"]["FunctionTool"][];
+            /** @description Remote MCP servers for this turn, besides the agent's own (a server named like one of the agent's replaces it). */
+            mcp_servers?: components["schemas"]["McpServerInput"][];
+            /** @description The answers to the approvals the run waits for (`required_action.approvals`), one per call. */
+            approvals?: components["schemas"]["ApprovalAnswer"][];
             /**
              * @description Answer server-sent events; so does `Accept: text/event-stream`.
              * @default false
@@ -2051,11 +2361,16 @@ export interface components {
             role: string | null;
             is_leader: boolean;
         };
-        /** @description The client-side tool calls the run waits for. */
+        /** @description The client-side tool calls (and the approvals) the run waits for. */
         RequiredAction: {
             /** @constant */
             type: "submit_tool_outputs";
             tool_calls: components["schemas"]["ToolCall"][];
+            /**
+             * @description Which of `tool_calls` are server-side tool calls waiting for approval rather than client-side
+             *     tools: answer them with `approvals`, not with tool messages.
+             */
+            approvals?: components["schemas"]["ApprovalRequest"][];
             from?: components["schemas"]["Speaker"];
         };
         RunErrorInfo: {
@@ -2153,6 +2468,8 @@ export interface components {
             created_at: components["schemas"]["Timestamp"];
             from?: components["schemas"]["Speaker"];
             tool_call: components["schemas"]["ToolCall"];
+            mcp?: components["schemas"]["McpCallInfo"];
+            approval?: components["schemas"]["ApprovalDecision"];
             /**
              * @description Set when a team run relays a member's own work: the member run it comes from. Such events show
              *     who did what (with `from`) but are the member's conversation, not the team's: they do not enter
@@ -2195,6 +2512,8 @@ export interface components {
             from?: components["schemas"]["Speaker"];
             session_id: components["schemas"]["ResourceId"];
             tool_calls: components["schemas"]["ToolCall"][];
+            /** @description Which of `tool_calls` wait for approval (server-side tools under an `always_ask` policy). */
+            approvals?: components["schemas"]["ApprovalRequest"][];
             usage: components["schemas"]["TokenUsage"];
             usage_breakdown?: components["schemas"]["MemberUsage"][];
             sources?: components["schemas"]["KnowledgeSource"][];
@@ -3117,6 +3436,338 @@ export interface components {
             forwardedProps?: unknown;
             resume?: components["schemas"]["AgUiResumeEntry"][];
         };
+        /** @description OpenAI's response creation request; any other field is refused with 400 naming it. */
+        CreateResponseRequest: {
+            /** @description A catalog model, `agent:<agentId>` or `team:<teamId>`. */
+            model: string;
+            input?: string | components["schemas"]["ResponseInputItem"][];
+            instructions?: string | null;
+            previous_response_id?: components["schemas"]["ResourceId"] | null;
+            /** @description A conversation id, or `{id}`. */
+            conversation?: components["schemas"]["ResourceId"] | {
+                id: components["schemas"]["ResourceId"];
+            } | null;
+            tools?: components["schemas"]["ResponseFunctionTool"][];
+            tool_choice?: components["schemas"]["ResponseToolChoice"];
+            parallel_tool_calls?: boolean | null;
+            text?: components["schemas"]["ResponseTextConfig"];
+            max_output_tokens?: number | null;
+            temperature?: number | null;
+            top_p?: number | null;
+            metadata?: components["schemas"]["Metadata"] | null;
+            /** @description Whether the response can be retrieved and chained later (default true). */
+            store?: boolean | null;
+            stream?: boolean | null;
+            background?: boolean | null;
+            include?: components["schemas"]["ResponseIncludable"][] | null;
+            /** @description Only null; these models do not reason separately. */
+            reasoning?: null;
+            /** @description A hint (OpenAI's end-user id); not used. */
+            user?: string;
+            /** @description A hint; not used. */
+            safety_identifier?: string | null;
+            /** @description A hint; not used. */
+            prompt_cache_key?: string | null;
+            /** @description A hint; not used. */
+            prompt_cache_retention?: string | null;
+            /** @description A hint; not used. */
+            service_tier?: string | null;
+            /**
+             * @description A hint; the whole history is always sent.
+             * @enum {string|null}
+             */
+            truncation?: "disabled" | "auto" | null;
+            /** @description A hint; this server does not pad stream events. */
+            stream_options?: {
+                include_obfuscation?: boolean;
+            } | null;
+        };
+        /**
+         * @description Extra output OpenAI can include. This server has no reasoning, search, code or computer items, so
+         *     those include nothing; `message.output_text.logprobs` is refused, as it has no log probabilities.
+         * @enum {string}
+         */
+        ResponseIncludable: "message.input_image.image_url" | "reasoning.encrypted_content" | "web_search_call.results" | "web_search_call.action.sources" | "file_search_call.results" | "code_interpreter_call.outputs" | "computer_call_output.output.image_url" | "message.output_text.logprobs";
+        /**
+         * @description An input item: a message (`role`, `content`; `type` may be left out), a `function_call`, a
+         *     `function_call_output`, an `mcp_call` this server answered earlier, or an `item_reference` to an
+         *     item of an earlier response or of the conversation.
+         */
+        ResponseInputItem: {
+            /** @enum {string} */
+            type?: "message" | "function_call" | "function_call_output" | "mcp_call" | "item_reference";
+            id?: string | null;
+            /** @enum {string} */
+            role?: "user" | "assistant" | "system" | "developer";
+            content?: string | components["schemas"]["ResponseContentPart"][];
+            /** @enum {string|null} */
+            status?: "in_progress" | "completed" | "incomplete" | "calling" | "failed" | null;
+            phase?: string | null;
+            call_id?: string | null;
+            name?: string | null;
+            arguments?: string;
+            output?: string | null | components["schemas"]["ResponseContentPart"][];
+            server_label?: string;
+            error?: string | null;
+        };
+        /** @description A piece of a message's content. */
+        ResponseContentPart: {
+            /** @enum {string} */
+            type: "input_text" | "output_text" | "refusal" | "input_image";
+            text?: string;
+            annotations?: unknown[];
+            logprobs?: unknown[];
+            refusal?: string;
+            image_url?: string | null;
+            file_id?: string | null;
+            /** @enum {string} */
+            detail?: "low" | "high" | "auto" | "original";
+        };
+        /** @description A function the client runs. */
+        ResponseFunctionTool: {
+            /** @constant */
+            type: "function";
+            name: string;
+            description?: string | null;
+            parameters?: Record<string, never> | null;
+            strict?: boolean | null;
+        };
+        /** @description `none`, `auto`, `required`, or one function by name. */
+        ResponseToolChoice: ("none" | "auto" | "required") | {
+            /** @constant */
+            type: "function";
+            name: string;
+        };
+        /** @description The output's format. */
+        ResponseTextConfig: {
+            format?: {
+                /** @enum {string} */
+                type: "text" | "json_object";
+            } | {
+                /** @constant */
+                type: "json_schema";
+                name: string;
+                description?: string;
+                schema: Record<string, never>;
+                strict?: boolean | null;
+            };
+        };
+        ResponseUsage: {
+            input_tokens: number;
+            input_tokens_details: {
+                cached_tokens: number;
+            };
+            output_tokens: number;
+            output_tokens_details: {
+                reasoning_tokens: number;
+            };
+            total_tokens: number;
+        };
+        ResponseMessageItem: {
+            id: string;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "message";
+            /** @enum {string} */
+            role: "user" | "assistant" | "system" | "developer";
+            /** @enum {string} */
+            status: "in_progress" | "completed" | "incomplete";
+            content: components["schemas"]["ResponseContentPart"][];
+        };
+        ResponseFunctionCallItem: {
+            id: string;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "function_call";
+            call_id: string;
+            name: string;
+            arguments: string;
+            /** @enum {string} */
+            status: "in_progress" | "completed" | "incomplete";
+        };
+        ResponseFunctionCallOutputItem: {
+            id: string;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "function_call_output";
+            call_id: string;
+            output: string | components["schemas"]["ResponseContentPart"][];
+            /** @enum {string} */
+            status: "in_progress" | "completed" | "incomplete";
+        };
+        /** @description A tool the agent ran on this server, with its output. */
+        ResponseServerToolCallItem: {
+            id: string;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "mcp_call";
+            server_label: string;
+            name: string;
+            arguments: string;
+            output: string | null;
+            error: string | null;
+            /** @enum {string} */
+            status: "in_progress" | "completed" | "incomplete" | "calling" | "failed";
+        };
+        /** @description An item of a response's input or output, or of a conversation. */
+        ResponseItem: components["schemas"]["ResponseMessageItem"] | components["schemas"]["ResponseFunctionCallItem"] | components["schemas"]["ResponseFunctionCallOutputItem"] | components["schemas"]["ResponseServerToolCallItem"];
+        ResponseError: {
+            code: string;
+            message: string;
+        };
+        /** @description A response, as OpenAI's Responses API has it. */
+        Response: {
+            id: components["schemas"]["ResourceId"];
+            /** @constant */
+            object: "response";
+            /** @description Unix seconds. */
+            created_at: number;
+            completed_at?: number | null;
+            /** @enum {string} */
+            status: "queued" | "in_progress" | "completed" | "incomplete" | "failed" | "cancelled";
+            background: boolean;
+            error: components["schemas"]["ResponseError"] | null;
+            incomplete_details: {
+                /** @enum {string} */
+                reason: "max_output_tokens" | "content_filter";
+            } | null;
+            instructions: string | null;
+            max_output_tokens: number | null;
+            metadata: components["schemas"]["Metadata"];
+            model: string;
+            output: components["schemas"]["ResponseItem"][];
+            parallel_tool_calls: boolean;
+            previous_response_id: string | null;
+            conversation: {
+                id: string;
+            } | null;
+            store: boolean;
+            temperature: number | null;
+            text: components["schemas"]["ResponseTextConfig"];
+            tool_choice: components["schemas"]["ResponseToolChoice"];
+            tools: components["schemas"]["ResponseFunctionTool"][];
+            top_p: number | null;
+            /** @enum {string} */
+            truncation: "disabled" | "auto";
+            usage: components["schemas"]["ResponseUsage"] | null;
+        };
+        ResponseDeleted: {
+            id: string;
+            /** @constant */
+            object: "response";
+            deleted: boolean;
+        };
+        ResponseItemList: {
+            /** @constant */
+            object: "list";
+            data: components["schemas"]["ResponseItem"][];
+            first_id: string | null;
+            last_id: string | null;
+            has_more: boolean;
+        };
+        ResponseLifecycleEvent: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "response.created" | "response.queued" | "response.in_progress" | "response.completed" | "response.incomplete" | "response.failed";
+            sequence_number: number;
+            response: components["schemas"]["Response"];
+        };
+        ResponseOutputItemEvent: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "response.output_item.added" | "response.output_item.done";
+            sequence_number: number;
+            output_index: number;
+            item: components["schemas"]["ResponseItem"];
+        };
+        ResponseContentPartEvent: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "response.content_part.added" | "response.content_part.done";
+            sequence_number: number;
+            output_index: number;
+            item_id: string;
+            content_index: number;
+            part: components["schemas"]["ResponseContentPart"];
+        };
+        ResponseTextDeltaEvent: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "response.output_text.delta";
+            sequence_number: number;
+            output_index: number;
+            item_id: string;
+            content_index: number;
+            delta: string;
+            logprobs: unknown[];
+        };
+        ResponseTextDoneEvent: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "response.output_text.done";
+            sequence_number: number;
+            output_index: number;
+            item_id: string;
+            content_index: number;
+            text: string;
+            logprobs: unknown[];
+        };
+        ResponseFunctionCallArgumentsEvent: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "response.function_call_arguments.delta" | "response.function_call_arguments.done";
+            sequence_number: number;
+            output_index: number;
+            item_id: string;
+            delta?: string;
+            arguments?: string;
+        };
+        /** @description One event of a response's stream; the SSE `event:` line equals `type`. */
+        ResponseStreamEvent: components["schemas"]["ResponseLifecycleEvent"] | components["schemas"]["ResponseOutputItemEvent"] | components["schemas"]["ResponseContentPartEvent"] | components["schemas"]["ResponseTextDeltaEvent"] | components["schemas"]["ResponseTextDoneEvent"] | components["schemas"]["ResponseFunctionCallArgumentsEvent"];
+        Conversation: {
+            id: components["schemas"]["ResourceId"];
+            /** @constant */
+            object: "conversation";
+            /** @description Unix seconds. */
+            created_at: number;
+            metadata: components["schemas"]["Metadata"];
+        };
+        ConversationDeleted: {
+            id: string;
+            /** @constant */
+            object: "conversation.deleted";
+            deleted: boolean;
+        };
+        CreateConversationRequest: {
+            items?: components["schemas"]["ResponseInputItem"][] | null;
+            metadata?: components["schemas"]["Metadata"] | null;
+        };
+        UpdateConversationRequest: {
+            metadata: components["schemas"]["Metadata"] | null;
+        };
+        CreateConversationItemsRequest: {
+            items: components["schemas"]["ResponseInputItem"][];
+        };
         /**
          * @description A task's state, as ProtoJSON spells A2A's enum.
          * @enum {string}
@@ -3915,6 +4566,20 @@ export interface components {
         IdempotencyKey: string;
         /** @description The configured provider's name, e.g. `google` for `OAUTH_GOOGLE_*`. */
         OAuthProvider: string;
+        /** @description The response's id. */
+        ResponseId: components["schemas"]["ResourceId"];
+        /** @description The conversation's id. */
+        ConversationId: components["schemas"]["ResourceId"];
+        /** @description An item id; the page starts after it. */
+        ItemsAfter: string;
+        /** @description How many items a page holds. */
+        ItemsLimit: number;
+        /** @description `desc` (newest first, the default) or `asc`. */
+        ItemsOrder: "asc" | "desc";
+        /** @description Extra fields to include, as on response creation; a value this server cannot give is refused with 400. */
+        ItemsInclude: string[];
+        /** @description `include` as the OpenAI SDKs write arrays in queries (`include[]=…`). */
+        ItemsIncludeBrackets: string[];
         /** @description The id of an agent (`agt_…`) or a team (`team_…`). */
         A2aTargetId: string;
         /** @description A task's id (the id of its run). */
@@ -6449,6 +7114,433 @@ export interface operations {
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
+            default: components["responses"]["Error"];
+        };
+    };
+    createResponse: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "model": "local",
+                 *       "input": "Say hello."
+                 *     }
+                 */
+                "application/json": components["schemas"]["CreateResponseRequest"];
+            };
+        };
+        responses: {
+            /** @description The response, or a stream of its events. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Response"];
+                    "text/event-stream": components["schemas"]["ResponseStreamEvent"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            402: components["responses"]["PaymentRequired"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            502: components["responses"]["BadGateway"];
+            504: components["responses"]["GatewayTimeout"];
+            default: components["responses"]["Error"];
+        };
+    };
+    getResponse: {
+        parameters: {
+            query?: {
+                /** @description Stream the response's events instead of answering it whole. */
+                stream?: boolean;
+                /** @description With `stream`, the `sequence_number` after which to start. */
+                starting_after?: number;
+                /** @description Extra fields to include, as on response creation; a value this server cannot give is refused with 400. */
+                include?: components["parameters"]["ItemsInclude"];
+                /** @description `include` as the OpenAI SDKs write arrays in queries (`include[]=…`). */
+                "include[]"?: components["parameters"]["ItemsIncludeBrackets"];
+                /** @description A hint; this server does not pad stream events. */
+                include_obfuscation?: boolean;
+            };
+            header?: never;
+            path: {
+                /** @description The response's id. */
+                responseId: components["parameters"]["ResponseId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The response, or a stream of its events. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Response"];
+                    "text/event-stream": components["schemas"]["ResponseStreamEvent"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalError"];
+            default: components["responses"]["Error"];
+        };
+    };
+    deleteResponse: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The response's id. */
+                responseId: components["parameters"]["ResponseId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ResponseDeleted"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalError"];
+            default: components["responses"]["Error"];
+        };
+    };
+    cancelResponse: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The response's id. */
+                responseId: components["parameters"]["ResponseId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The response. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Response"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalError"];
+            default: components["responses"]["Error"];
+        };
+    };
+    listResponseInputItems: {
+        parameters: {
+            query?: {
+                /** @description An item id; the page starts after it. */
+                after?: components["parameters"]["ItemsAfter"];
+                /** @description How many items a page holds. */
+                limit?: components["parameters"]["ItemsLimit"];
+                /** @description `desc` (newest first, the default) or `asc`. */
+                order?: components["parameters"]["ItemsOrder"];
+                /** @description Extra fields to include, as on response creation; a value this server cannot give is refused with 400. */
+                include?: components["parameters"]["ItemsInclude"];
+                /** @description `include` as the OpenAI SDKs write arrays in queries (`include[]=…`). */
+                "include[]"?: components["parameters"]["ItemsIncludeBrackets"];
+            };
+            header?: never;
+            path: {
+                /** @description The response's id. */
+                responseId: components["parameters"]["ResponseId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of items. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ResponseItemList"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalError"];
+            default: components["responses"]["Error"];
+        };
+    };
+    createConversation: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["CreateConversationRequest"];
+            };
+        };
+        responses: {
+            /** @description The conversation. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Conversation"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            500: components["responses"]["InternalError"];
+            default: components["responses"]["Error"];
+        };
+    };
+    getConversation: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The conversation's id. */
+                conversationId: components["parameters"]["ConversationId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The conversation. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Conversation"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalError"];
+            default: components["responses"]["Error"];
+        };
+    };
+    updateConversation: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The conversation's id. */
+                conversationId: components["parameters"]["ConversationId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["UpdateConversationRequest"];
+            };
+        };
+        responses: {
+            /** @description The conversation. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Conversation"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalError"];
+            default: components["responses"]["Error"];
+        };
+    };
+    deleteConversation: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The conversation's id. */
+                conversationId: components["parameters"]["ConversationId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ConversationDeleted"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalError"];
+            default: components["responses"]["Error"];
+        };
+    };
+    listConversationItems: {
+        parameters: {
+            query?: {
+                /** @description An item id; the page starts after it. */
+                after?: components["parameters"]["ItemsAfter"];
+                /** @description How many items a page holds. */
+                limit?: components["parameters"]["ItemsLimit"];
+                /** @description `desc` (newest first, the default) or `asc`. */
+                order?: components["parameters"]["ItemsOrder"];
+                /** @description Extra fields to include, as on response creation; a value this server cannot give is refused with 400. */
+                include?: components["parameters"]["ItemsInclude"];
+                /** @description `include` as the OpenAI SDKs write arrays in queries (`include[]=…`). */
+                "include[]"?: components["parameters"]["ItemsIncludeBrackets"];
+            };
+            header?: never;
+            path: {
+                /** @description The conversation's id. */
+                conversationId: components["parameters"]["ConversationId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of items. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ResponseItemList"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalError"];
+            default: components["responses"]["Error"];
+        };
+    };
+    createConversationItems: {
+        parameters: {
+            query?: {
+                /** @description Extra fields to include, as on response creation; a value this server cannot give is refused with 400. */
+                include?: components["parameters"]["ItemsInclude"];
+                /** @description `include` as the OpenAI SDKs write arrays in queries (`include[]=…`). */
+                "include[]"?: components["parameters"]["ItemsIncludeBrackets"];
+            };
+            header?: never;
+            path: {
+                /** @description The conversation's id. */
+                conversationId: components["parameters"]["ConversationId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateConversationItemsRequest"];
+            };
+        };
+        responses: {
+            /** @description The items added. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ResponseItemList"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalError"];
+            default: components["responses"]["Error"];
+        };
+    };
+    getConversationItem: {
+        parameters: {
+            query?: {
+                /** @description Extra fields to include, as on response creation; a value this server cannot give is refused with 400. */
+                include?: components["parameters"]["ItemsInclude"];
+                /** @description `include` as the OpenAI SDKs write arrays in queries (`include[]=…`). */
+                "include[]"?: components["parameters"]["ItemsIncludeBrackets"];
+            };
+            header?: never;
+            path: {
+                /** @description The conversation's id. */
+                conversationId: components["parameters"]["ConversationId"];
+                /** @description The item's id. */
+                itemId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The item. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ResponseItem"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalError"];
+            default: components["responses"]["Error"];
+        };
+    };
+    deleteConversationItem: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The conversation's id. */
+                conversationId: components["parameters"]["ConversationId"];
+                /** @description The item's id. */
+                itemId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The conversation. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Conversation"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalError"];
             default: components["responses"]["Error"];
         };
     };

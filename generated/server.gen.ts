@@ -53,6 +53,19 @@ export type SecuredOperationId =
   | 'listPlans'
   | 'createCheckoutSession'
   | 'createPortalSession'
+  | 'createResponse'
+  | 'getResponse'
+  | 'deleteResponse'
+  | 'cancelResponse'
+  | 'listResponseInputItems'
+  | 'createConversation'
+  | 'getConversation'
+  | 'updateConversation'
+  | 'deleteConversation'
+  | 'listConversationItems'
+  | 'createConversationItems'
+  | 'getConversationItem'
+  | 'deleteConversationItem'
   | 'callA2aJsonRpc'
   | 'sendA2aMessage'
   | 'streamA2aMessage'
@@ -226,6 +239,32 @@ export interface Handlers<Auth, Ctx = object> {
   createPortalSession: Handler<'createPortalSession', 201, Auth, Ctx>;
   /** POST /v1/stripe/webhook: Stripe webhook */
   receiveStripeEvent: Handler<'receiveStripeEvent', 200, Auth, Ctx>;
+  /** POST /v1/responses: Create a response */
+  createResponse: Handler<'createResponse', 200, Auth, Ctx>;
+  /** GET /v1/responses/{responseId}: Retrieve a response */
+  getResponse: Handler<'getResponse', 200, Auth, Ctx>;
+  /** DELETE /v1/responses/{responseId}: Delete a response */
+  deleteResponse: Handler<'deleteResponse', 200, Auth, Ctx>;
+  /** POST /v1/responses/{responseId}/cancel: Cancel a response */
+  cancelResponse: Handler<'cancelResponse', 200, Auth, Ctx>;
+  /** GET /v1/responses/{responseId}/input_items: List a response's input items */
+  listResponseInputItems: Handler<'listResponseInputItems', 200, Auth, Ctx>;
+  /** POST /v1/conversations: Create a conversation */
+  createConversation: Handler<'createConversation', 200, Auth, Ctx>;
+  /** GET /v1/conversations/{conversationId}: Retrieve a conversation */
+  getConversation: Handler<'getConversation', 200, Auth, Ctx>;
+  /** POST /v1/conversations/{conversationId}: Update a conversation */
+  updateConversation: Handler<'updateConversation', 200, Auth, Ctx>;
+  /** DELETE /v1/conversations/{conversationId}: Delete a conversation */
+  deleteConversation: Handler<'deleteConversation', 200, Auth, Ctx>;
+  /** GET /v1/conversations/{conversationId}/items: List a conversation's items */
+  listConversationItems: Handler<'listConversationItems', 200, Auth, Ctx>;
+  /** POST /v1/conversations/{conversationId}/items: Add items to a conversation */
+  createConversationItems: Handler<'createConversationItems', 200, Auth, Ctx>;
+  /** GET /v1/conversations/{conversationId}/items/{itemId}: Retrieve a conversation item */
+  getConversationItem: Handler<'getConversationItem', 200, Auth, Ctx>;
+  /** DELETE /v1/conversations/{conversationId}/items/{itemId}: Delete a conversation item */
+  deleteConversationItem: Handler<'deleteConversationItem', 200, Auth, Ctx>;
   /** GET /a2a/{a2aTargetId}/.well-known/agent-card.json: An agent's or team's A2A agent card */
   getA2aAgentCard: Handler<'getA2aAgentCard', 200 | 304, Auth, Ctx>;
   /** POST /a2a/{a2aTargetId}: A2A over JSON-RPC 2.0 */
@@ -320,6 +359,19 @@ export const routes: readonly RouteSpec[] = [
   { operationId: 'createCheckoutSession', method: 'post', path: '/v1/billing/checkout', expressPath: "/v1/billing/checkout", secured: true, handlerStatuses: [201], responseContent: {"201":["application/json"]}, requestContentTypes: ["application/json"], idempotent: true },
   { operationId: 'createPortalSession', method: 'post', path: '/v1/billing/portal', expressPath: "/v1/billing/portal", secured: true, handlerStatuses: [201], responseContent: {"201":["application/json"]}, requestContentTypes: ["application/json"], idempotent: true },
   { operationId: 'receiveStripeEvent', method: 'post', path: '/v1/stripe/webhook', expressPath: "/v1/stripe/webhook", secured: false, handlerStatuses: [200], responseContent: {"200":["application/json"]}, requestContentTypes: ["application/json"] },
+  { operationId: 'createResponse', method: 'post', path: '/v1/responses', expressPath: "/v1/responses", secured: true, handlerStatuses: [200], responseContent: {"200":["application/json","text/event-stream"]}, requestContentTypes: ["application/json"], streamTerminator: "[DONE]", idempotent: true },
+  { operationId: 'getResponse', method: 'get', path: '/v1/responses/{responseId}', expressPath: "/v1/responses/:responseId", secured: true, handlerStatuses: [200], responseContent: {"200":["application/json","text/event-stream"]}, requestContentTypes: [], streamTerminator: "[DONE]" },
+  { operationId: 'deleteResponse', method: 'delete', path: '/v1/responses/{responseId}', expressPath: "/v1/responses/:responseId", secured: true, handlerStatuses: [200], responseContent: {"200":["application/json"]}, requestContentTypes: [] },
+  { operationId: 'cancelResponse', method: 'post', path: '/v1/responses/{responseId}/cancel', expressPath: "/v1/responses/:responseId/cancel", secured: true, handlerStatuses: [200], responseContent: {"200":["application/json"]}, requestContentTypes: [] },
+  { operationId: 'listResponseInputItems', method: 'get', path: '/v1/responses/{responseId}/input_items', expressPath: "/v1/responses/:responseId/input_items", secured: true, handlerStatuses: [200], responseContent: {"200":["application/json"]}, requestContentTypes: [] },
+  { operationId: 'createConversation', method: 'post', path: '/v1/conversations', expressPath: "/v1/conversations", secured: true, handlerStatuses: [200], responseContent: {"200":["application/json"]}, requestContentTypes: ["application/json"], idempotent: true },
+  { operationId: 'getConversation', method: 'get', path: '/v1/conversations/{conversationId}', expressPath: "/v1/conversations/:conversationId", secured: true, handlerStatuses: [200], responseContent: {"200":["application/json"]}, requestContentTypes: [] },
+  { operationId: 'updateConversation', method: 'post', path: '/v1/conversations/{conversationId}', expressPath: "/v1/conversations/:conversationId", secured: true, handlerStatuses: [200], responseContent: {"200":["application/json"]}, requestContentTypes: ["application/json"] },
+  { operationId: 'deleteConversation', method: 'delete', path: '/v1/conversations/{conversationId}', expressPath: "/v1/conversations/:conversationId", secured: true, handlerStatuses: [200], responseContent: {"200":["application/json"]}, requestContentTypes: [] },
+  { operationId: 'listConversationItems', method: 'get', path: '/v1/conversations/{conversationId}/items', expressPath: "/v1/conversations/:conversationId/items", secured: true, handlerStatuses: [200], responseContent: {"200":["application/json"]}, requestContentTypes: [] },
+  { operationId: 'createConversationItems', method: 'post', path: '/v1/conversations/{conversationId}/items', expressPath: "/v1/conversations/:conversationId/items", secured: true, handlerStatuses: [200], responseContent: {"200":["application/json"]}, requestContentTypes: ["application/json"] },
+  { operationId: 'getConversationItem', method: 'get', path: '/v1/conversations/{conversationId}/items/{itemId}', expressPath: "/v1/conversations/:conversationId/items/:itemId", secured: true, handlerStatuses: [200], responseContent: {"200":["application/json"]}, requestContentTypes: [] },
+  { operationId: 'deleteConversationItem', method: 'delete', path: '/v1/conversations/{conversationId}/items/{itemId}', expressPath: "/v1/conversations/:conversationId/items/:itemId", secured: true, handlerStatuses: [200], responseContent: {"200":["application/json"]}, requestContentTypes: [] },
   { operationId: 'getA2aAgentCard', method: 'get', path: '/a2a/{a2aTargetId}/.well-known/agent-card.json', expressPath: "/a2a/:a2aTargetId/.well-known/agent-card.json", secured: false, handlerStatuses: [200, 304], responseContent: {"200":["application/json"],"304":[]}, requestContentTypes: [] },
   { operationId: 'callA2aJsonRpc', method: 'post', path: '/a2a/{a2aTargetId}', expressPath: "/a2a/:a2aTargetId", secured: true, handlerStatuses: [200], responseContent: {"200":["application/json","text/event-stream"]}, requestContentTypes: ["application/json"], errorFormat: "a2a-jsonrpc" },
   { operationId: 'sendA2aMessage', method: 'post', path: '/a2a/{a2aTargetId}/message:send', expressPath: "/a2a/:a2aTargetId/message\\:send", secured: true, handlerStatuses: [200], responseContent: {"200":["application/json"]}, requestContentTypes: ["application/json"], errorFormat: "a2a-rest" },

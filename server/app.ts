@@ -18,6 +18,7 @@ import { cacheValidatorRouteMatchers } from './http/route-matchers.ts';
 import { buildHandlers } from './handlers.ts';
 import type { Lifecycle } from './lifecycle.ts';
 import { limitGuards } from './limits/guards.ts';
+import { mcpEndpoint } from './mcp/handlers.ts';
 import { playground } from './playground/serve.ts';
 import type { Services } from './services.ts';
 import { docsAssetOptions } from './system/handlers.ts';
@@ -107,13 +108,23 @@ export function createApp(deps: Services, options: AppOptions = {}): Express {
     );
   }
   app.use(trackInFlight(lifecycle));
+  // Before the operations: the MCP SDK answers /mcp itself (JSON-RPC), behind our own bearer check.
+  app.use(
+    mcpEndpoint({
+      ...deps,
+      publicUrl: config.publicUrl,
+      corsOrigins: config.corsOrigins,
+      bodyLimitBytes: config.bodyLimitBytes,
+      planOf: deps.accountPlans.planOf,
+    }),
+  );
 
   const handlers = { ...buildHandlers(deps, contract), ...options.handlers };
   mountOperations(app, {
     handlers,
     authenticator: deps.authenticator,
     validator: validatorFor(contract, config),
-    guards: limitGuards({ planOf: deps.accountPlans.planOf, requestLimits: deps.requestLimits, quotas: deps.quotas }),
+    guards: limitGuards({ load: deps.load, planOf: deps.accountPlans.planOf, requestLimits: deps.requestLimits, quotas: deps.quotas }),
     jsonParser: jsonBodyParser(config.bodyLimitBytes),
     // A document's text plus room for the JSON around it; the text itself is held to the limit exactly.
     jsonLimits: { createKnowledgeDocument: Math.max(config.bodyLimitBytes, config.knowledge.maxBytes + 64 * 1024) },

@@ -65,6 +65,8 @@ const HANDLER_FILES: Record<string, string> = {
   AgentScope: 'server/protocols/handlers.ts',
   Connexity: 'server/protocols/handlers.ts',
   'AG-UI': 'server/protocols/handlers.ts',
+  Responses: 'server/responses/handlers.ts',
+  Conversations: 'server/responses/handlers.ts',
   A2A: 'server/a2a/handlers.ts',
 };
 

@@ -21,6 +21,8 @@ export interface Config {
    * may reach although they are private, loopback or link-local (OUTBOUND_ALLOW).
    */
   outboundAllow: string[];
+  /** How long listing a remote MCP server's tools, or one call of them, may take. */
+  mcpTimeoutSeconds: number;
   /** Validate every JSON response and SSE event against the contract (on outside production). */
   validateResponses: boolean;
   trustProxy: boolean;
@@ -32,6 +34,8 @@ export interface Config {
   /** PostgreSQL instead of PGlite when set. */
   databaseUrl: string | undefined;
   redisUrl: string | undefined;
+  /** The deadline of every Redis command; past it the rate limiter counts on this server alone. */
+  redisCommandTimeoutMs: number;
   /** Signs access tokens; generated once into DATA_DIR when unset. */
   jwtSecret: string | undefined;
   sessionTtlSeconds: number;
@@ -53,6 +57,8 @@ export interface Config {
   stripe: StripeConfig | undefined;
   /** Prefixes every key this server writes to Redis, so that deployments can share one. */
   redisKeyPrefix: string;
+  /** OVERLOAD_EVENT_LOOP_DELAY_MS: new runs and model calls get 503 + Retry-After while the event loop is this late (0: never). */
+  overloadDelayMs: number;
   /** The per-user request limit's window; a plan's requests_per_minute is scaled to it. */
   rateLimitWindowSeconds: number;
   /** How long the answer to a request with an Idempotency-Key is kept for retries. */
@@ -249,6 +255,7 @@ export function loadConfig(env: Env = process.env): Config {
     bodyLimitBytes: readInt(env, 'BODY_LIMIT_BYTES', 1024 * 1024, 1024, 512 * 1024 * 1024),
     corsOrigins: cors ? cors.split(',').map((origin) => origin.trim()).filter(Boolean) : [],
     outboundAllow: readOutboundAllow(env),
+    mcpTimeoutSeconds: readInt(env, 'MCP_TIMEOUT_SECONDS', 30, 1, 600),
     validateResponses: readBool(env, 'VALIDATE_RESPONSES', nodeEnv !== 'production'),
     trustProxy: readBool(env, 'TRUST_PROXY', false),
     shutdownTimeoutMs: readInt(env, 'SHUTDOWN_TIMEOUT_MS', 10_000, 0, 600_000),
@@ -256,9 +263,12 @@ export function loadConfig(env: Env = process.env): Config {
     dataDir: readString(env, 'DATA_DIR') ?? './data',
     databaseUrl: readString(env, 'DATABASE_URL'),
     redisUrl: readString(env, 'REDIS_URL'),
+    redisCommandTimeoutMs: readInt(env, 'REDIS_COMMAND_TIMEOUT_MS', 500, 10, 60_000),
     jwtSecret: readSecret(env, 'JWT_SECRET'),
     sessionTtlSeconds: readInt(env, 'SESSION_TTL_SECONDS', 7 * 24 * 3600, 60, 365 * 24 * 3600),
     apiKeyCacheSeconds: readInt(env, 'API_KEY_CACHE_SECONDS', 10, 0, 3600),
+    // Off in tests: a shared, busy test machine is not an overloaded server.
+    overloadDelayMs: readInt(env, 'OVERLOAD_EVENT_LOOP_DELAY_MS', nodeEnv === 'test' ? 0 : 250, 0, 60_000),
     smtpUrl: readString(env, 'SMTP_URL'),
     mailFrom: readString(env, 'MAIL_FROM') ?? 'Open Agent API <no-reply@localhost>',
     magicLinkTtlSeconds: readInt(env, 'MAGIC_LINK_TTL_SECONDS', 15 * 60, 60, 24 * 3600),

@@ -8,6 +8,7 @@ import { identityHandlers } from './identity/handlers.ts';
 import { protocolHandlers } from './protocols/handlers.ts';
 import { createOpenAIModels } from './protocols/openai-models.ts';
 import { knowledgeHandlers } from './knowledge/handlers.ts';
+import { responseHandlers } from './responses/handlers.ts';
 import { runHandlers } from './runs/handlers.ts';
 import { sessionHandlers } from './sessions/handlers.ts';
 import { teamHandlers } from './teams/handlers.ts';
@@ -47,6 +48,12 @@ export function buildHandlers(services: Services, contract: Contract) {
       }),
     }),
     ...knowledgeHandlers(services),
+    ...responseHandlers({
+      ...services,
+      async checkRunQuota(userId) {
+        await services.quotas.enforce(userId, await services.accountPlans.planOf(userId), ['runs_per_day']);
+      },
+    }),
     ...a2aHandlers(services, contract),
   } satisfies AppHandlers;
 }

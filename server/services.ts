@@ -1,7 +1,7 @@
 // Builds every dependency of the app from the configuration: the store, the limiter, the mailer and the
 // identity services. server/main.ts and the tests both start here; tests override what they need.
 import path from 'node:path';
-import { Redis } from 'ioredis';
+import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import { createAccountPlans, type AccountPlans } from './billing/account-plans.ts';
 import { createBilling, type Billing } from './billing/billing.ts';
@@ -11,8 +11,10 @@ import { createAgentStore, type AgentStore } from './agents/agents.ts';
 import { createRunEngine, newInstanceId, type RunEngine } from './runs/engine.ts';
 import { createRunLifecycle, type RunLifecycle } from './runs/lifecycle.ts';
 import { EventSink } from './runs/recorder.ts';
+import { createRunSignals } from './runs/signals.ts';
 import { createServerTools } from './runs/tools.ts';
 import { createOutboundPolicy, type OutboundPolicy } from './net/outbound.ts';
+import { createSealer } from './mcp/secrets.ts';
 import { createAudioResolver } from './protocols/audio.ts';
 import type { AudioResolver } from './protocols/agentscope.ts';
 import { createRunStore, type RunStore } from './runs/store.ts';
@@ -32,6 +34,7 @@ import { createOAuthProviders, type OAuthProviders } from './identity/oauth.ts';
 import { createSessionStore, loadJwtSecret, type SessionStore } from './identity/sessions.ts';
 import { createLifecycle, type Lifecycle } from './lifecycle.ts';
 import { createQuotas, type Quotas } from './limits/quotas.ts';
+import { createLoadMonitor, type LoadMonitor } from './limits/load.ts';
 import { createRateLimiter, type RateLimiter } from './limits/rate-limiter.ts';
 import { createRequestLimits, type RequestLimits } from './limits/request-limit.ts';
 import { createLogger } from './logger.ts';
@@ -40,8 +43,6 @@ import type { ModelGateway } from './models/gateway.ts';
 import { createModelGateway } from './models/providers.ts';
 import type { Db } from './store/db.ts';
 import { migrate } from './store/migrate.ts';
-import { openPglite } from './store/pglite.ts';
-import { openPostgres } from './store/postgres.ts';
 import { createUsageMeter, type UsageMeter } from './usage/meter.ts';
 
 export interface Services {
@@ -85,6 +86,8 @@ export interface Services {
   metrics: Metrics;
   /** The kept answers of requests with an Idempotency-Key. */
   idempotency: IdempotencyStore;
+  /** The event loop's delay, which decides when new runs are refused (load shedding). */
+  load: LoadMonitor;
   /** Durable background jobs (pg-boss): register a kind, enqueue jobs of it; they survive this process. */
   jobs: Jobs;
   databaseReady(): Promise<boolean>;
@@ -99,9 +102,13 @@ export interface ServiceOverrides {
 }
 
 export async function openDatabase(config: Config, logger?: Logger): Promise<Db> {
-  return config.databaseUrl
-    ? openPostgres(config.databaseUrl, { onListenerError: (error) => logger?.warn({ err: error }, 'the database listener failed; reconnecting') })
-    : openPglite({ dataDir: path.join(config.dataDir, 'pglite') });
+  // Only the store in use is loaded: pg on PostgreSQL, PGlite and its WebAssembly build without DATABASE_URL.
+  if (config.databaseUrl) {
+    const { openPostgres } = await import('./store/postgres.ts');
+    return openPostgres(config.databaseUrl, { onListenerError: (error) => logger?.warn({ err: error }, 'the database listener failed; reconnecting') });
+  }
+  const { openPglite } = await import('./store/pglite.ts');
+  return openPglite({ dataDir: path.join(config.dataDir, 'pglite') });
 }
 
 export async function createServices(config: Config, overrides: ServiceOverrides = {}): Promise<Services> {
@@ -112,13 +119,35 @@ export async function createServices(config: Config, overrides: ServiceOverrides
   const instanceId = newInstanceId();
   const jobs = createJobs({ db, logger, instanceId });
   await jobs.start();
-  const redis = config.redisUrl ? new Redis(config.redisUrl, { maxRetriesPerRequest: 2, enableOfflineQueue: true }) : undefined;
-  const limiter = createRateLimiter({ ...(redis ? { redis } : {}), keyPrefix: `${config.redisKeyPrefix}:rl` });
+  // Every command has a deadline (a Redis that accepts connections and never answers would otherwise
+  // hold each request); a connection that cannot be made is given up as quickly.
+  const redis = config.redisUrl
+    ? new (await import('ioredis')).Redis(config.redisUrl, {
+        maxRetriesPerRequest: 1,
+        enableOfflineQueue: true,
+        commandTimeout: config.redisCommandTimeoutMs,
+        connectTimeout: Math.max(1000, config.redisCommandTimeoutMs),
+      })
+    : undefined;
+  redis?.on('error', (error: unknown) => logger.debug({ err: error }, 'Redis connection error'));
+  const metrics = createMetrics();
+  const limiter = createRateLimiter({
+    ...(redis ? { redis } : {}),
+    keyPrefix: `${config.redisKeyPrefix}:rl`,
+    onStoreFailure(error, total) {
+      metrics.rateLimitStoreFailures.inc();
+      // One line per failure would flood the log while Redis is away; the metric counts every one.
+      if (total === 1 || total % 100 === 0) {
+        logger.warn({ err: error, failures: total }, 'Redis failed a rate-limit command; limiting on this server alone until it answers');
+      }
+    },
+  });
   const mailer = overrides.mailer ?? createMailer({ smtpUrl: config.smtpUrl, from: config.mailFrom, logger });
   const isAllowedRedirect = redirectPolicy(config.publicUrl, config.allowedRedirectOrigins);
   const apiKeys = createApiKeyStore(db, { clock, cacheTtlMs: config.apiKeyCacheSeconds * 1000 });
+  const secret = loadJwtSecret(config.jwtSecret, config.dataDir);
   const sessions = createSessionStore(db, {
-    secret: loadJwtSecret(config.jwtSecret, config.dataDir),
+    secret,
     issuer: config.publicUrl,
     ttlSeconds: config.sessionTtlSeconds,
     clock,
@@ -132,17 +161,18 @@ export async function createServices(config: Config, overrides: ServiceOverrides
           clock,
           isAllowedRedirect,
         });
-  const metrics = createMetrics();
+  const load = createLoadMonitor(config.overloadDelayMs);
   const models = await createModelGateway(config.models, { logger, clock, metrics });
   const oauth = createOAuthProviders(db, config.oauthProviders, { sessions }, { publicUrl: config.publicUrl, clock, isAllowedRedirect });
   // Every model call is metered and every quota check reads the month's tokens: writes go out in batches
   // every 100 ms, and a second's staleness of other instances' usage is fine for quotas.
   const usage = createUsageMeter(db, clock, { monthlyCacheMs: 1000, batchWindowMs: 100 });
   const lifecycle = createLifecycle();
-  const knowledge = await createKnowledge({ db, models, usage, logger, clock, config: config.knowledge });
-  const agents = createAgentStore({ db, models, knowledge });
-  const chatSessions = createChatSessionStore(db);
+  const knowledge = await createKnowledge({ db, models, usage, logger, clock, config: config.knowledge, jobs });
   const outbound = createOutboundPolicy({ allow: config.outboundAllow });
+  const sealer = createSealer(secret);
+  const agents = createAgentStore({ db, models, knowledge, sealer, checkUrl: (url) => void outbound.check(url) });
+  const chatSessions = createChatSessionStore(db);
   const runs = createRunStore(db);
   await knowledge.start();
   const knowledgeSearcher: KnowledgeSearcher = {
@@ -161,7 +191,10 @@ export async function createServices(config: Config, overrides: ServiceOverrides
     usage,
     lifecycle: runLifecycle,
     serverTools,
+    remoteTools: { fetch: outbound.fetch, logger, listTimeoutMs: config.mcpTimeoutSeconds * 1000, callTimeoutMs: config.mcpTimeoutSeconds * 1000 },
     instanceId,
+    signals: createRunSignals(db, logger),
+    jobs,
     clock,
     logger,
   });
@@ -228,11 +261,13 @@ export async function createServices(config: Config, overrides: ServiceOverrides
     metrics,
     idempotency: createIdempotencyStore(db, { clock, ttlSeconds: config.idempotencyTtlSeconds }),
     jobs,
+    load,
     async databaseReady() {
       await db.query('SELECT 1');
       return true;
     },
     async close() {
+      load.stop();
       await engine.stop();
       await jobs.stop(config.shutdownTimeoutMs);
       await knowledge.close();

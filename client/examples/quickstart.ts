@@ -1,7 +1,7 @@
 // A five-minute tour: create an agent with a client-side tool, chat with it, and let the client run the
 // tool when the agent asks. Start the server (`npm start`), get a key (`npm run create-key -- --email
 // you@example.com`), then:
-//   OPEN_AGENT_API_KEY=oaa_… node client/examples/quickstart.ts
+//   OPEN_AGENT_API_KEY=oaa_… npm run quickstart
 import { createOpenAgentClient } from '../index.ts';
 
 const client = createOpenAgentClient({

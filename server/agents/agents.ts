@@ -7,6 +7,9 @@ import { newId } from '../store/ids.ts';
 import { ownedRows } from '../store/owned.ts';
 import { cursorOf, limitOf, toPage, type Page, type PageRequest } from '../store/pagination.ts';
 import { serverToolNames } from '../tools/registry.ts';
+import { checkPolicy } from '../mcp/approvals.ts';
+import { checkMcpServers, openMcpServer, storeMcpServers, viewMcpServer, type McpServerConfig, type StoredMcpServer } from '../mcp/config.ts';
+import type { Sealer } from '../mcp/secrets.ts';
 
 export type Agent = components['schemas']['Agent'];
 export type AgentCreate = components['schemas']['AgentCreate'];
@@ -27,6 +30,8 @@ interface AgentRow {
   tools: FunctionTool[];
   server_tools: Agent['server_tools'];
   knowledge_collections: string[];
+  mcp_servers: StoredMcpServer[];
+  server_tool_approvals: Agent['server_tool_approvals'];
   max_steps: number;
   run_timeout_seconds: number;
   metadata: Record<string, string>;
@@ -35,7 +40,7 @@ interface AgentRow {
 }
 
 const COLUMNS =
-  'id, user_id, name, description, instructions, model, model_settings, tools, server_tools, knowledge_collections, max_steps, run_timeout_seconds, metadata, created_at, updated_at';
+  'id, user_id, name, description, instructions, model, model_settings, tools, server_tools, knowledge_collections, mcp_servers, server_tool_approvals, max_steps, run_timeout_seconds, metadata, created_at, updated_at';
 
 export function toAgent(row: AgentRow): Agent {
   return {
@@ -49,6 +54,8 @@ export function toAgent(row: AgentRow): Agent {
     tools: row.tools,
     server_tools: row.server_tools,
     knowledge_collections: row.knowledge_collections,
+    mcp_servers: row.mcp_servers.map(viewMcpServer),
+    server_tool_approvals: row.server_tool_approvals,
     max_steps: row.max_steps,
     run_timeout_seconds: row.run_timeout_seconds,
     metadata: row.metadata,
@@ -80,9 +87,25 @@ export interface AgentStoreDeps {
   db: Queryable;
   models: ModelGateway;
   knowledge: { missingCollections(userId: string, names: string[]): Promise<string[]> };
+  /** Seals the headers of agents' MCP servers. */
+  sealer: Sealer;
+  /** Throws when a URL may not be called (server/net/outbound.ts). */
+  checkUrl: (url: string) => void;
 }
 
-export function createAgentStore({ db, models, knowledge }: AgentStoreDeps) {
+export function createAgentStore({ db, models, knowledge, sealer, checkUrl }: AgentStoreDeps) {
+  const checkTools = (input: AgentCreate | AgentUpdate) => {
+    if (input.tools !== undefined) checkToolNames(input.tools, 'tools');
+    if (input.mcp_servers !== undefined) checkMcpServers(input.mcp_servers, 'mcp_servers', checkUrl);
+    for (const [name, policy] of Object.entries(input.server_tool_approvals ?? {})) checkPolicy(policy, `server_tool_approvals.${name}`);
+  };
+
+  const storedServers = async (userId: string, agentId: string): Promise<StoredMcpServer[]> => {
+    const row = await one<{ mcp_servers: StoredMcpServer[] }>(db, 'SELECT mcp_servers FROM agents WHERE id = $1 AND user_id = $2', [agentId, userId]);
+    if (!row) throw notFound('agent', agentId);
+    return row.mcp_servers;
+  };
+
   const checkCollections = async (userId: string, names: string[] | undefined) => {
     const missing = names?.length ? await knowledge.missingCollections(userId, names) : [];
     if (missing.length > 0) {
@@ -110,16 +133,21 @@ export function createAgentStore({ db, models, knowledge }: AgentStoreDeps) {
   return {
     get,
 
+    /** The agent's MCP servers with their headers, for a run to call them. */
+    async mcpServers(userId: string, agentId: string): Promise<McpServerConfig[]> {
+      return (await storedServers(userId, agentId)).map((server) => openMcpServer(server, sealer));
+    },
+
     async create(userId: string, input: AgentCreate): Promise<Agent> {
       const model = input.model ?? models.defaults.chat;
       checkModel(model);
-      checkToolNames(input.tools ?? [], 'tools');
+      checkTools(input);
       await checkCollections(userId, input.knowledge_collections);
       const row = await one<AgentRow>(
         db,
         `INSERT INTO agents (id, user_id, name, description, instructions, model, model_settings, tools, server_tools,
-                             knowledge_collections, max_steps, run_timeout_seconds, metadata)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) RETURNING ${COLUMNS}`,
+                             knowledge_collections, max_steps, run_timeout_seconds, metadata, mcp_servers, server_tool_approvals)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15) RETURNING ${COLUMNS}`,
         [
           newId('agt'),
           userId,
@@ -134,6 +162,8 @@ export function createAgentStore({ db, models, knowledge }: AgentStoreDeps) {
           input.max_steps ?? DEFAULT_MAX_STEPS,
           input.run_timeout_seconds ?? DEFAULT_RUN_TIMEOUT_SECONDS,
           JSON.stringify(input.metadata ?? {}),
+          JSON.stringify(storeMcpServers(input.mcp_servers ?? [], [], sealer)),
+          JSON.stringify(input.server_tool_approvals ?? {}),
         ],
       );
       return toAgent(row!);
@@ -150,15 +180,17 @@ export function createAgentStore({ db, models, knowledge }: AgentStoreDeps) {
 
     async update(userId: string, agentId: string, patch: AgentUpdate): Promise<Agent> {
       if (patch.model !== undefined) checkModel(patch.model);
-      if (patch.tools !== undefined) checkToolNames(patch.tools, 'tools');
+      checkTools(patch);
       const current = await get(userId, agentId);
       await checkCollections(userId, patch.knowledge_collections);
-      const next = { ...current, ...patch };
+      const { mcp_servers: servers, ...rest } = patch;
+      const next = { ...current, ...rest };
+      const mcpServers = servers === undefined ? undefined : storeMcpServers(servers, await storedServers(userId, agentId), sealer);
       const row = await one<AgentRow>(
         db,
         `UPDATE agents SET name = $3, description = $4, instructions = $5, model = $6, model_settings = $7, tools = $8,
                 server_tools = $9, knowledge_collections = $10, max_steps = $11, run_timeout_seconds = $12, metadata = $13,
-                updated_at = now()
+                mcp_servers = coalesce($14::jsonb, mcp_servers), server_tool_approvals = $15, updated_at = now()
          WHERE id = $1 AND user_id = $2 RETURNING ${COLUMNS}`,
         [
           agentId,
@@ -174,6 +206,8 @@ export function createAgentStore({ db, models, knowledge }: AgentStoreDeps) {
           next.max_steps,
           next.run_timeout_seconds,
           JSON.stringify(next.metadata),
+          mcpServers === undefined ? null : JSON.stringify(mcpServers),
+          JSON.stringify(next.server_tool_approvals),
         ],
       );
       if (!row) throw notFound('agent', agentId);

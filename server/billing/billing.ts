@@ -2,7 +2,7 @@
 // tells us what happened. Without STRIPE_SECRET_KEY all three refuse with `billing_disabled`.
 import { createHash } from 'node:crypto';
 import type { Logger } from 'pino';
-import Stripe from 'stripe';
+import type Stripe from 'stripe';
 import type { StripeConfig } from '../config.ts';
 import { ApiError, invalidRequest, notFound } from '../errors.ts';
 import type { Db } from '../store/db.ts';
@@ -52,25 +52,33 @@ function signedAt(header: string): number {
 export function createBilling(options: BillingOptions) {
   const { db, plans, logger, clock } = options;
   const config = options.stripe;
-  const client = config
-    ? new Stripe(config.secretKey, {
-        ...(config.apiBase ?? {}),
+  // The SDK (about 35 MB resident) is loaded at the first billing request, not at start-up: most requests
+  // never need it, and servers without Stripe never do.
+  let client: Promise<Stripe> | undefined;
+  let sdk: typeof Stripe | undefined;
+  const clientOf = (secretKey: string, apiBase: StripeConfig['apiBase']): Promise<Stripe> =>
+    (client ??= import('stripe').then(({ default: StripeSdk }) => {
+      sdk = StripeSdk;
+      return new StripeSdk(secretKey, {
+        ...(apiBase ?? {}),
         // Retries carry the SDK's idempotency keys, so a retried create never makes a second object.
         maxNetworkRetries: 2,
         timeout: 20_000,
         telemetry: false,
         appInfo: { name: 'open-agent-api' },
-      })
-    : undefined;
+      });
+    }));
+  /** The SDK's own errors; only a loaded SDK makes them. */
+  const isStripeError = (error: unknown): error is Stripe.errors.StripeError => sdk !== undefined && error instanceof sdk.errors.StripeError;
   const ledger = createSubscriptionLedger(plans, logger);
 
-  function stripeOf(): { stripe: Stripe; webhookSecret: string } {
-    if (!client || !config) throw billingDisabled();
-    return { stripe: client, webhookSecret: config.webhookSecret };
+  async function stripeOf(): Promise<{ stripe: Stripe; webhookSecret: string }> {
+    if (!config) throw billingDisabled();
+    return { stripe: await clientOf(config.secretKey, config.apiBase), webhookSecret: config.webhookSecret };
   }
 
   function upstream(error: unknown, what: string): never {
-    if (error instanceof Stripe.errors.StripeError) {
+    if (isStripeError(error)) {
       logger.error({ err: error, type: error.type, status: error.statusCode, stripeRequestId: error.requestId }, `Stripe failed to ${what}`);
       throw new ApiError('upstream_error', `Stripe failed to ${what}${error.requestId ? ` (request ${error.requestId})` : ''}; the server log has the details.`, {
         cause: error,
@@ -113,10 +121,10 @@ export function createBilling(options: BillingOptions) {
   }
 
   return {
-    enabled: client !== undefined,
+    enabled: config !== undefined,
 
     async checkout(userId: string, request: CheckoutRequest): Promise<{ id: string; url: string }> {
-      const { stripe } = stripeOf();
+      const { stripe } = await stripeOf();
       const plan = plans.get(request.plan_id);
       if (!plan) throw notFound('plan', request.plan_id);
       if (!plan.stripePriceId) {
@@ -150,7 +158,7 @@ export function createBilling(options: BillingOptions) {
     },
 
     async portal(userId: string, returnUrl: string | undefined): Promise<{ url: string }> {
-      const { stripe } = stripeOf();
+      const { stripe } = await stripeOf();
       if (returnUrl !== undefined) checkRedirect(returnUrl, 'return_url');
       const user = await userOf(userId);
       if (!user.stripe_customer_id) {
@@ -169,7 +177,7 @@ export function createBilling(options: BillingOptions) {
      * and changes nothing; an event seen before answers `duplicate` and changes nothing.
      */
     async receive(rawBody: Buffer | undefined, signature: string | undefined): Promise<{ duplicate: boolean }> {
-      const { stripe, webhookSecret } = stripeOf();
+      const { stripe, webhookSecret } = await stripeOf();
       if (!rawBody || !signature) throw invalidRequest('A Stripe webhook needs the JSON body Stripe signed and its Stripe-Signature header.');
       const now = clock();
       let event: Stripe.Event;

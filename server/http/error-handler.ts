@@ -44,9 +44,22 @@ function problemAt(path: string, message: string): Problem {
   return { message, field: field(...rest.map((segment) => (/^\d+$/.test(segment) ? Number(segment) : segment))), ...(where ? { in: where } : {}) };
 }
 
-function toApiError(error: unknown): ApiError | undefined {
+/**
+ * Whether the validator's 500 is one it made of a multipart body it could not read (cut short, a bad part
+ * header, a file under an unexpected field): those carry the request's own path, where the validator's
+ * other 500s (a response off the contract) say `.response`. The uploader keeps files in memory, so
+ * nothing on the server's side can fail while a body is read.
+ */
+function unreadableMultipart(error: ValidatorError, req: Request): boolean {
+  return error.status === 500 && (req.headers['content-type'] ?? '').toLowerCase().startsWith('multipart/') && error.errors?.[0]?.path === req.path;
+}
+
+function toApiError(error: unknown, req: Request): ApiError | undefined {
   if (error instanceof ApiError) return error;
   if (!isValidatorError(error)) return undefined;
+  if (unreadableMultipart(error, req)) {
+    return new ApiError('invalid_request', `The multipart body cannot be read: ${error.message}.`);
+  }
   if (error.type === 'entity.parse.failed') {
     return new ApiError('invalid_json', `The request body is not valid JSON: ${error.message}.`);
   }
@@ -90,7 +103,7 @@ export function createErrorHandler(formats: Readonly<Record<string, ErrorFormat>
 }
 
 const handleError = (...[error, req, res, , format]: [...Parameters<ErrorRequestHandler>, ErrorFormat | undefined]) => {
-  const known = toApiError(error);
+  const known = toApiError(error, req);
   if (res.headersSent) {
     // A stream was already under way; it cannot carry an envelope any more.
     req.log.error({ err: error }, 'error after the response started');

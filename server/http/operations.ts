@@ -8,6 +8,7 @@ import type { Metrics } from '../metrics/metrics.ts';
 import type { StreamValidator } from './contract.ts';
 import { claimIdempotencyKey, IDEMPOTENCY_KEY_HEADER, type IdempotencyStore } from './idempotency.ts';
 import { assertStorableJson } from './json-body.ts';
+import { storableInput } from './storable.ts';
 import { writeEventStream } from './sse.ts';
 import type { UploadedFile } from './uploads.ts';
 
@@ -176,7 +177,7 @@ function sequence(handlers: readonly RequestHandler[]): RequestHandler {
 function beforeHandler(route: RouteSpec, options: MountOptions): RequestHandler[] {
   const jsonLimit = options.jsonLimits?.[route.operationId];
   const guards = options.guards.map((guard) => guard(route));
-  const parse = [jsonLimit === undefined ? options.jsonParser : jsonBodyParser(jsonLimit), ...options.validator];
+  const parse = [jsonLimit === undefined ? options.jsonParser : jsonBodyParser(jsonLimit), ...options.validator, storableInput];
   if (!route.idempotent) return [...guards, ...parse];
   const plain = sequence([...guards, ...parse]);
   const keyed = sequence([

@@ -23,6 +23,18 @@ export class ContractViolation extends Error {
   }
 }
 
+/**
+ * Thrown by a stream after its last frame (an error event) when the answer it carried is incomplete: the
+ * stream then ends cleanly but without its terminator, so that no client takes the cut answer for a whole
+ * one (OpenAI's clients treat `[DONE]` as the end of a complete answer).
+ */
+export class IncompleteStream extends Error {
+  constructor() {
+    super('The stream ended before its answer was complete.');
+    this.name = 'IncompleteStream';
+  }
+}
+
 export function formatFrame(frame: SseFrame<unknown>): string {
   let text = '';
   if (frame.id !== undefined) text += `id: ${frame.id}\n`;
@@ -85,6 +97,10 @@ export async function writeEventStream(
     if (options.terminator && !res.destroyed) await write(`data: ${options.terminator}\n\n`);
     res.end();
   } catch (error) {
+    if (error instanceof IncompleteStream) {
+      res.end();
+      return;
+    }
     options.log.error({ err: error }, 'event stream failed');
     res.destroy();
   } finally {

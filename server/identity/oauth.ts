@@ -1,6 +1,6 @@
 // Sign-in with any OpenID Connect provider: authorization code flow with PKCE (S256), `state` and `nonce`,
 // ID token verified by openid-client, user found or created by verified email.
-import * as oidc from 'openid-client';
+import type * as Oidc from 'openid-client';
 import type { OAuthProviderConfig } from '../config.ts';
 import { ApiError } from '../errors.ts';
 import { one, type Queryable } from '../store/db.ts';
@@ -9,6 +9,10 @@ import type { AccessToken, SessionStore } from './sessions.ts';
 import { findOrCreateUser, getUser, type UserRow } from './users.ts';
 
 const STATE_TTL_MS = 10 * 60 * 1000;
+
+// openid-client is loaded at the first sign-in, not at start-up: most requests never need it.
+let oidcModule: Promise<typeof Oidc> | undefined;
+const loadOidc = (): Promise<typeof Oidc> => (oidcModule ??= import('openid-client'));
 const LOOPBACK_HOSTS = new Set(['localhost', '127.0.0.1', '[::1]']);
 const DISCOVERY_TIMEOUT_SECONDS = 10;
 
@@ -42,7 +46,7 @@ export function createOAuthProviders(
   options: OAuthOptions,
 ): OAuthProviders {
   const byName = new Map(providers.map((provider) => [provider.name, provider]));
-  const discovered = new Map<string, Promise<oidc.Configuration>>();
+  const discovered = new Map<string, Promise<Oidc.Configuration>>();
 
   const providerOf = (name: string): OAuthProviderConfig => {
     const provider = byName.get(name);
@@ -50,7 +54,8 @@ export function createOAuthProviders(
     return provider;
   };
 
-  const discover = (provider: OAuthProviderConfig): Promise<oidc.Configuration> => {
+  const discover = async (provider: OAuthProviderConfig): Promise<Oidc.Configuration> => {
+    const oidc = await loadOidc();
     const issuer = new URL(provider.issuer);
     // Plain http only for loopback issuers (local development and tests); anywhere else the code and
     // the ID token would cross the network in the clear, so discovery refuses it (502 on authorize).
@@ -64,7 +69,7 @@ export function createOAuthProviders(
     return oidc.discovery(issuer, provider.clientId, secret, authentication, { execute, timeout: DISCOVERY_TIMEOUT_SECONDS });
   };
 
-  const configurationOf = (provider: OAuthProviderConfig): Promise<oidc.Configuration> => {
+  const configurationOf = (provider: OAuthProviderConfig): Promise<Oidc.Configuration> => {
     let pending = discovered.get(provider.name);
     if (!pending) {
       pending = discover(provider).catch((error: unknown) => {
@@ -122,6 +127,7 @@ export function createOAuthProviders(
         });
       }
       const configuration = await configurationOf(provider);
+      const oidc = await loadOidc();
       const state = oidc.randomState();
       const nonce = oidc.randomNonce();
       const verifier = oidc.randomPKCECodeVerifier();
@@ -157,6 +163,7 @@ export function createOAuthProviders(
       );
       if (!pending) throw new ApiError('invalid_request', 'Unknown, expired or already used state; start the sign-in again.');
       const configuration = await configurationOf(provider);
+      const oidc = await loadOidc();
       const currentUrl = new URL(callbackUrl(name));
       for (const [key, value] of Object.entries(query)) if (value !== undefined) currentUrl.searchParams.set(key, value);
       const upstreamFailure = (error: unknown): ApiError => {
@@ -165,7 +172,7 @@ export function createOAuthProviders(
         }
         return new ApiError('upstream_error', `Signing in with ${name} failed.`, { cause: error });
       };
-      let tokens: Awaited<ReturnType<typeof oidc.authorizationCodeGrant>>;
+      let tokens: Awaited<ReturnType<typeof Oidc.authorizationCodeGrant>>;
       try {
         tokens = await oidc.authorizationCodeGrant(configuration, currentUrl, {
           pkceCodeVerifier: pending.code_verifier,

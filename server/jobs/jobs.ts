@@ -49,6 +49,8 @@ export interface EnqueueOptions {
 export interface Jobs {
   /** Declares a kind of job and starts working on it here. Every process that enqueues a kind registers it. */
   register<P extends object>(name: string, handler: JobHandler<P>, options?: JobKindOptions): Promise<void>;
+  /** Stops working on a kind here (after its running jobs end); its jobs wait for another worker. */
+  unregister(name: string): Promise<void>;
   /** Stores a job; answers its id, or null when a job with the same key is pending. */
   enqueue<P extends object>(name: string, payload: P, options?: EnqueueOptions): Promise<string | null>;
   /** Waiting and running jobs of a kind (tests and metrics). */
@@ -108,6 +110,8 @@ export function createJobs(deps: JobsDeps): Jobs {
   boss.on('error', (error) => logger.warn({ err: error }, 'job queue error'));
   boss.on('warning', (warning) => logger.debug({ warning: warning.message }, 'job queue warning'));
   const kinds = new Map<string, { handler: JobHandler<object>; options: JobKindOptions }>();
+  /** Kinds whose queue exists, worked on here or not: they can be enqueued. */
+  const known = new Set<string>();
   let started = false;
   let stopped = false;
   // Aborted at stop: handlers give up early, and their jobs run again elsewhere or after the restart.
@@ -115,6 +119,7 @@ export function createJobs(deps: JobsDeps): Jobs {
 
   async function work(name: string): Promise<void> {
     const kind = kinds.get(name)!;
+    known.add(name);
     await boss.createQueue(name, {
       // With a key at most one job is waiting or running; every job gets a key (its own by default).
       policy: 'exclusive',
@@ -150,8 +155,13 @@ export function createJobs(deps: JobsDeps): Jobs {
       if (started) await work(name);
     },
 
+    async unregister(name) {
+      if (!kinds.delete(name)) return;
+      if (started && !stopped) await boss.offWork(name, { wait: true });
+    },
+
     async enqueue(name, payload, options = {}) {
-      if (!kinds.has(name)) throw new Error(`The job ${name} is not registered.`);
+      if (!kinds.has(name) && !known.has(name)) throw new Error(`The job ${name} is not registered.`);
       if (!started) throw new Error('The job queue is not started.');
       return boss.send(name, payload, {
         singletonKey: options.key ?? randomUUID(),

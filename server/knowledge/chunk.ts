@@ -27,7 +27,24 @@ interface Section {
 // Words (capped, so a long unbroken string still counts as several tokens, as a subword tokenizer would
 // see it) and single punctuation marks: close to what embedding models count.
 const TOKEN = /[\p{L}\p{N}_]{1,16}|[^\s\p{L}\p{N}_]/gu;
-const ATX_HEADING = /^ {0,3}(#{1,6})[ \t]+(.*?)(?:[ \t]+#+)?[ \t]*$/;
+const ATX_OPENING = /^ {0,3}(#{1,6})[ \t]/;
+
+/**
+ * An ATX heading (`## Title ##`): its level and title. The closing `#`s are cut by hand: one regular
+ * expression for the whole line (a lazy title before optional closing marks) costs the square of the
+ * line's length on a long line of spaces.
+ */
+function atxHeading(line: string): { level: number; title: string } | undefined {
+  const opening = ATX_OPENING.exec(line);
+  if (!opening) return undefined;
+  let rest = line.slice(opening[0].length);
+  let end = rest.length;
+  while (end > 0 && (rest[end - 1] === ' ' || rest[end - 1] === '\t')) end--;
+  rest = rest.slice(0, end);
+  while (end > 0 && rest[end - 1] === '#') end--;
+  if (end < rest.length && end > 0 && (rest[end - 1] === ' ' || rest[end - 1] === '\t')) rest = rest.slice(0, end);
+  return { level: opening[1]!.length, title: rest.trim() };
+}
 const FENCE = /^ {0,3}(`{3,}|~{3,})/;
 const HEADING_SEPARATOR = ' › ';
 
@@ -75,9 +92,9 @@ function sections(text: string, headings: boolean): Section[] {
       paragraph.push(line);
       continue;
     }
-    const atx = headings ? ATX_HEADING.exec(line) : null;
+    const atx = headings ? atxHeading(line) : undefined;
     if (atx) {
-      startSection(atx[1]!.length, atx[2]!.trim());
+      startSection(atx.level, atx.title);
       continue;
     }
     if (headings && paragraph.length === 1 && /^ {0,3}(=+|-+)[ \t]*$/.test(line)) {

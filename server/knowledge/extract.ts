@@ -1,9 +1,7 @@
 // Text from uploaded files: plain text and Markdown as they are, HTML through a real parser into
 // Markdown-style text that keeps the headings, PDF through pdf.js (unpdf's build runs in-process, with no
 // worker and no network).
-import type { ChildNode, Element } from 'domhandler';
-import { parseDocument } from 'htmlparser2';
-import { extractText as extractPdfText, getDocumentProxy, getMeta } from 'unpdf';
+import { Parser } from 'htmlparser2';
 import { ApiError } from '../errors.ts';
 
 export type DocumentType = 'text/plain' | 'text/markdown' | 'text/html' | 'application/pdf';
@@ -84,78 +82,96 @@ const BLOCKS = new Set([
   'footer', 'form', 'header', 'hr', 'main', 'ol', 'p', 'section', 'summary', 'table', 'tbody', 'thead', 'tfoot', 'tr', 'ul',
 ]);
 
-function textContent(node: ChildNode): string {
-  if (node.type === 'text') return node.data;
-  if ('children' in node) return node.children.map(textContent).join('');
-  return '';
-}
+/** How deep elements may nest in an uploaded HTML file; real pages stay far below it. */
+export const MAX_HTML_DEPTH = 1024;
 
-function findFirst(nodes: ChildNode[], name: string): Element | undefined {
-  for (const node of nodes) {
-    if (node.type !== 'tag' && node.type !== 'script' && node.type !== 'style') continue;
-    if (node.name === name) return node;
-    const found = findFirst(node.children, name);
-    if (found) return found;
-  }
-  return undefined;
-}
+// Runs of whitespace as one space. Written so that a single space, the common case, is not a match: V8
+// replacing millions of one-space matches in a large text takes seconds.
+const squash = (text: string) => text.replace(/\s\s+|[^\S ]/g, ' ');
 
-const squash = (text: string) => text.replace(/\s+/g, ' ');
-
-/** HTML as Markdown-style text: headings as `#` lines, blocks as paragraphs, list items as `- ` lines. */
+/**
+ * HTML as Markdown-style text: headings as `#` lines, blocks as paragraphs, list items as `- ` lines.
+ * Converted while the parser streams, with no tree and no recursion. The parser keeps its open
+ * elements in a list it shifts at the front, which costs the square of the depth, so the conversion
+ * stops with a 400 once elements nest past MAX_HTML_DEPTH, before that cost can matter.
+ */
 export function htmlToText(html: string): Extracted {
-  const document = parseDocument(html);
   const out: string[] = [];
-  const breakBlock = () => out.push('\n\n');
-  const walk = (nodes: ChildNode[], pre: boolean) => {
-    for (const node of nodes) {
-      if (node.type === 'text') {
-        out.push(pre ? node.data : squash(node.data));
-        continue;
+  let depth = 0;
+  let skipped = 0;
+  let pre = 0;
+  /** The heading being read (its level and text), written out whole when it closes. */
+  let heading: { level: number; depth: number; text: string[] } | undefined;
+  let title: string | undefined;
+  let firstH1: string | undefined;
+  let titleText: string[] | undefined;
+  const tooDeep = new ApiError('invalid_request', `The HTML file nests elements more than ${MAX_HTML_DEPTH} levels deep.`, {
+    details: [{ field: 'file', message: `nests elements more than ${MAX_HTML_DEPTH} levels deep` }],
+  });
+  const parser = new Parser({
+    onopentag(name) {
+      depth++;
+      if (depth > MAX_HTML_DEPTH) throw tooDeep;
+      if (name === 'title' && title === undefined && titleText === undefined) titleText = [];
+      if (heading) return;
+      if (skipped > 0 || SKIPPED.has(name)) {
+        skipped++;
+        return;
       }
-      if (node.type !== 'tag') continue;
-      const name = node.name;
-      if (SKIPPED.has(name)) continue;
-      const heading = /^h([1-6])$/.exec(name);
+      const level = /^h([1-6])$/.exec(name);
+      if (level) heading = { level: Number(level[1]), depth, text: [] };
+      else if (name === 'br') out.push('\n');
+      else if (name === 'li') out.push('\n- ');
+      else if (name === 'pre') {
+        pre++;
+        out.push('\n\n');
+      } else if (BLOCKS.has(name)) out.push('\n\n');
+    },
+    ontext(data) {
+      titleText?.push(data);
+      if (heading) heading.text.push(data);
+      else if (skipped === 0) out.push(pre > 0 ? data : squash(data));
+    },
+    onclosetag(name) {
+      depth--;
+      if (name === 'title' && titleText) {
+        title = squash(titleText.join('')).trim();
+        titleText = undefined;
+      }
       if (heading) {
-        const title = squash(textContent(node)).trim();
-        if (title) out.push(`\n\n${'#'.repeat(Number(heading[1]))} ${title}\n\n`);
-      } else if (name === 'br') {
-        out.push('\n');
-      } else if (name === 'li') {
-        out.push('\n- ');
-        walk(node.children, pre);
-      } else if (name === 'td' || name === 'th') {
-        walk(node.children, pre);
-        out.push(' | ');
-      } else if (name === 'pre') {
-        breakBlock();
-        walk(node.children, true);
-        breakBlock();
-      } else if (BLOCKS.has(name)) {
-        breakBlock();
-        walk(node.children, pre);
-        breakBlock();
-      } else {
-        walk(node.children, pre);
+        if (depth >= heading.depth) return;
+        const text = squash(heading.text.join('')).trim();
+        if (heading.level === 1 && firstH1 === undefined) firstH1 = text;
+        if (text) out.push(`\n\n${'#'.repeat(heading.level)} ${text}\n\n`);
+        heading = undefined;
+        return;
       }
-    }
-  };
-  walk(document.children, false);
+      if (skipped > 0) {
+        skipped--;
+        return;
+      }
+      if (name === 'td' || name === 'th') out.push(' | ');
+      else if (name === 'pre') {
+        pre--;
+        out.push('\n\n');
+      } else if (BLOCKS.has(name)) out.push('\n\n');
+    },
+  });
+  parser.end(html);
   const text = out
     .join('')
     .split('\n')
     // Squashed text leaves one space where a line break was; indentation inside <pre> is kept.
-    .map((line) => line.replace(/\s+$/, '').replace(/^ (?=\S)/, ''))
+    .map((line) => line.trimEnd().replace(/^ (?=\S)/, ''))
     .join('\n')
     .replace(/\n{3,}/g, '\n\n')
     .trim();
-  const titleNode = findFirst(document.children, 'title') ?? findFirst(document.children, 'h1');
-  const title = titleNode ? squash(textContent(titleNode)).trim() : '';
-  return { text, title: title || undefined };
+  return { text, title: title || firstH1 || undefined };
 }
 
 async function pdfToText(buffer: Buffer): Promise<Extracted> {
+  // Loaded at the first PDF, not at start-up: most servers never extract one.
+  const { extractText: extractPdfText, getDocumentProxy, getMeta } = await import('unpdf');
   let pdf;
   try {
     // verbosity 0: pdf.js would otherwise print its warnings about damaged files to the console.
@@ -174,8 +190,19 @@ async function pdfToText(buffer: Buffer): Promise<Extracted> {
   }
 }
 
+/**
+ * The text of the first `# ` line, without trailing spaces and `#`s. Line by line and trimmed by hand: one
+ * multi-line regular expression with a lazy title costs the square of a long line's length.
+ */
 export function markdownTitle(text: string): string | undefined {
-  return /^ {0,3}# +(.+?)[ #]*$/m.exec(text)?.[1]?.trim() || undefined;
+  for (const line of text.split(/\r\n?|[\n\u2028\u2029]/)) {
+    const opening = /^ {0,3}# +/.exec(line);
+    if (!opening) continue;
+    let end = line.length;
+    while (end > opening[0].length && (line[end - 1] === ' ' || line[end - 1] === '#')) end--;
+    return line.slice(opening[0].length, end).trim() || undefined;
+  }
+  return undefined;
 }
 
 /** The text of a document of `type`. */

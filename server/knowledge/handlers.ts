@@ -1,6 +1,7 @@
 import type { Principal } from '../http/auth.ts';
 import { ApiError } from '../errors.ts';
 import type { AppHandlers, UploadedFile } from '../http/operations.ts';
+import { assertStorableText, findUnstorable } from '../http/storable.ts';
 import { detectType, extractText, markdownTitle } from './extract.ts';
 import type { Knowledge, Metadata, NewDocument } from './service.ts';
 
@@ -31,6 +32,9 @@ export function parseMetadataField(raw: string | undefined): Metadata | undefine
     if (!['string', 'number', 'boolean'].includes(typeof item)) throw metadataError(`${key} must be a string, a number or a boolean`);
     if (typeof item === 'string' && item.length > 512) throw metadataError(`${key} is longer than 512 characters`);
   }
+  // Escapes inside the field's JSON can say what the form field itself could not hold.
+  const unstorableValue = findUnstorable(value);
+  if (unstorableValue) throw metadataError(unstorableValue.message);
   return value as Metadata;
 }
 
@@ -41,6 +45,14 @@ async function fromUpload(files: UploadedFile[], fields: Record<string, string |
   }
   const type = detectType({ buffer: file.buffer, mimetype: file.mimetype, filename: file.originalname });
   const extracted = await extractText(type, file.buffer);
+  if (type === 'application/pdf') {
+    // A PDF's text comes out of its fonts' encodings, which the uploader cannot fix: what no store can keep
+    // is replaced rather than refused.
+    extracted.text = extracted.text.replaceAll('\u0000', '').toWellFormed();
+    extracted.title = extracted.title?.replaceAll('\u0000', '').toWellFormed();
+  } else {
+    assertStorableText(extracted.text, 'file');
+  }
   return {
     text: extracted.text,
     contentType: type,

@@ -1,5 +1,6 @@
 // Documents left `processing` by a crash, a restart or a shutdown are finished later, by this instance or
-// another, and never by two at once: a worker holds a document through a lease it renews per batch.
+// another, and never by two at once: whoever processes a document (the request that added it, or its
+// job) holds it through a lease renewed per batch.
 import { createHash } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { newId } from '../store/ids.ts';
@@ -23,7 +24,7 @@ describe.each(await availableEngines())('knowledge recovery on %s', (engine) => 
       const made = await user.client.POST('/v1/knowledge/documents', { body: { text: `Makes ${collection}.`, collection, embedding_model: model } });
       expect(made.response.status).toBe(201);
     }
-    // The server's own worker stands aside, so that each test decides which instance does the work.
+    // The server's own worker stands aside (stops taking ingestion jobs), so that each test decides which instance does the work.
     await server.services.knowledge.close();
   });
   afterAll(async () => {
@@ -39,6 +40,7 @@ describe.each(await availableEngines())('knowledge recovery on %s', (engine) => 
       logger: server.services.logger,
       clock,
       config: server.services.config.knowledge,
+      jobs: server.services.jobs,
     });
 
   /** Starts an instance as a restart does, lets it finish what is pending, then checks it and closes it. */

@@ -1,10 +1,14 @@
 // Knowledge as a domain service: documents in, chunks embedded with their collection's model, search out.
-// Small documents are processed while the request waits; larger ones by a background worker that takes
-// its work from the documents table itself (status `processing` with no live lease), so a document left
-// half-done by a crash or a restart is picked up again, by this instance or another.
+// Small documents are processed while the request waits; larger ones by a durable job (server/jobs),
+// stored in the transaction that stores the document, so that whichever server takes it processes it,
+// and a job whose server died (kill -9) is taken again by another. A small document gets a job too, one
+// that waits out the request's lease: if the request's server dies while embedding, the job finishes
+// it; if not, the job finds the document done and does nothing. Processing is idempotent (the chunks
+// are replaced, the final update is conditional), so a job that runs twice has the effect of one.
 import { createHash } from 'node:crypto';
 import type { Logger } from 'pino';
 import { ApiError, notFound } from '../errors.ts';
+import type { Jobs } from '../jobs/jobs.ts';
 import type { ModelGateway } from '../models/gateway.ts';
 import { one, type Db, type Queryable } from '../store/db.ts';
 import { newId } from '../store/ids.ts';
@@ -39,7 +43,11 @@ export interface KnowledgeDeps {
   logger: Logger;
   clock: () => number;
   config: KnowledgeConfig;
+  jobs: Jobs;
 }
+
+/** The job that processes one document. */
+export const INGEST_JOB = 'knowledge.ingest';
 
 export const DEFAULT_COLLECTION = 'default';
 export const DEFAULT_TOP_K = 5;
@@ -84,10 +92,10 @@ export interface AddedDocument {
   document: KnowledgeDocument;
 }
 
-/** How long a worker holds a document before another may take it over; renewed after every batch. */
+/** How long a request processing a document holds it before a job may take it over; renewed after every batch. */
 const LEASE_MS = 2 * 60_000;
-/** How often the worker looks for documents whose lease lapsed (a crashed peer's). */
-const SWEEP_MS = 30_000;
+/** How long a job holds a document it processes; renewed after every batch. */
+const JOB_LEASE_MS = 30_000;
 /** pgvector's HNSW indexes `vector` columns of up to 2,000 dimensions; beyond that search scans exactly. */
 const HNSW_MAX_DIMENSIONS = 2000;
 /** Candidates each list contributes to hybrid fusion, per result asked for. */
@@ -110,7 +118,7 @@ function isDuplicateObject(error: unknown): boolean {
 }
 
 export async function createKnowledge(deps: KnowledgeDeps) {
-  const { db, models, usage, logger, clock, config } = deps;
+  const { db, models, usage, logger, clock, config, jobs } = deps;
 
   // Vectors need pgvector and the column the migration adds where pgvector exists.
   const vectors =
@@ -239,9 +247,9 @@ export async function createKnowledge(deps: KnowledgeDeps) {
 
   /**
    * Chunks, embeds and stores a document, then marks it ready. Returns the ready row, or undefined when
-   * the document was deleted meanwhile. `renew` keeps a background worker's lease alive between batches.
+   * the document was deleted meanwhile. The holder's lease is renewed for `leaseMs` after every batch.
    */
-  async function ingest(doc: DocumentRow, content: string, signal: AbortSignal | undefined, renew: boolean): Promise<DocumentRow | undefined> {
+  async function ingest(doc: DocumentRow, content: string, signal: AbortSignal | undefined, leaseMs: number): Promise<DocumentRow | undefined> {
     const collection = await store.findCollection(db, doc.user_id, doc.collection);
     if (!collection) return undefined;
     const chunks = chunksOf(content, doc.content_type);
@@ -253,13 +261,11 @@ export async function createKnowledge(deps: KnowledgeDeps) {
         const batch = chunks.slice(first, first + config.embedBatchSize);
         const embeddings = vectors ? await embed(doc.user_id, doc.api_key_id, collection, batch.map((c) => c.text), signal) : undefined;
         await insertChunks(db, doc, collection.dimensions, first, batch, embeddings);
-        if (renew) {
-          const held = await db.query(`UPDATE knowledge_documents SET lease_until = $2 WHERE id = $1 AND status = 'processing' RETURNING id`, [
-            doc.id,
-            new Date(clock() + LEASE_MS),
-          ]);
-          if (held.length === 0) return undefined;
-        }
+        const held = await db.query(`UPDATE knowledge_documents SET lease_until = $2 WHERE id = $1 AND status = 'processing' RETURNING id`, [
+          doc.id,
+          new Date(clock() + leaseMs),
+        ]);
+        if (held.length === 0) return undefined;
       }
     } catch (error) {
       if (isForeignKeyViolation(error)) return undefined;
@@ -284,61 +290,54 @@ export async function createKnowledge(deps: KnowledgeDeps) {
     );
   }
 
-  // The background worker.
+  // Whoever processes a document holds it by a lease (renewed per batch): the request that added it, or
+  // the job. So two never process one document at once, and a holder that died is replaced when its lease
+  // lapses: a request's after LEASE_MS, a job's (whose worker pg-boss sees die within seconds) sooner.
   const closing = new AbortController();
-  let running: Promise<void> | undefined;
-  let pending = false;
 
-  /** Takes one document nobody holds, for LEASE_MS. */
-  async function claimNext(): Promise<(DocumentRow & { content: string }) | undefined> {
+  /** Takes a document that is still processing and that nobody holds; undefined when done, gone or held. */
+  async function claim(documentId: string, leaseMs: number): Promise<(DocumentRow & { content: string }) | undefined> {
     const now = clock();
     return one<DocumentRow & { content: string }>(
       db,
-      `UPDATE knowledge_documents SET lease_until = $1
-       WHERE id = (SELECT id FROM knowledge_documents
-                   WHERE status = 'processing' AND (lease_until IS NULL OR lease_until < $2)
-                   ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED)
+      `UPDATE knowledge_documents SET lease_until = $2
+       WHERE id = $1 AND status = 'processing' AND (lease_until IS NULL OR lease_until < $3)
        RETURNING ${store.DOCUMENT_COLUMNS}, content`,
-      [new Date(now + LEASE_MS), new Date(now)],
+      [documentId, new Date(now + leaseMs), new Date(now)],
     );
   }
 
-  async function work(): Promise<void> {
-    do {
-      pending = false;
-      for (;;) {
-        if (closing.signal.aborted) return;
-        const doc = await claimNext();
-        if (!doc) break;
-        try {
-          await ingest(doc, doc.content, closing.signal, true);
-        } catch (error) {
-          if (closing.signal.aborted) {
-            // Left for the next start (or another instance) to pick up at once.
-            await db.query(`UPDATE knowledge_documents SET lease_until = NULL WHERE id = $1 AND status = 'processing'`, [doc.id]).catch(() => undefined);
-            return;
-          }
-          await markFailed(doc, error);
-        }
+  /** Processes a document it can claim; answers false when someone else holds it. */
+  async function processDocument(documentId: string, signal: AbortSignal): Promise<boolean> {
+    const doc = await claim(documentId, JOB_LEASE_MS);
+    if (!doc) {
+      const [row] = await db.query<{ status: string }>('SELECT status FROM knowledge_documents WHERE id = $1', [documentId]);
+      return row?.status !== 'processing';
+    }
+    try {
+      await ingest(doc, doc.content, signal, JOB_LEASE_MS);
+    } catch (error) {
+      if (!signal.aborted) {
+        await markFailed(doc, error);
+        return true;
       }
-    } while (pending);
+      // Stopping: the document is free at once for the job's next attempt, here after a restart or elsewhere.
+      await db.query(`UPDATE knowledge_documents SET lease_until = NULL WHERE id = $1 AND status = 'processing'`, [doc.id]).catch(() => undefined);
+      throw error;
+    }
+    return true;
   }
 
-  /** Wakes the worker; it drains every claimable document, then sleeps. */
-  function kick(): void {
-    if (closing.signal.aborted) return;
-    pending = true;
-    running ??= work()
-      .catch((error: unknown) => {
-        if (!closing.signal.aborted) logger.error({ err: error }, 'the knowledge worker stopped on an error');
-      })
-      .finally(() => {
-        running = undefined;
-        if (pending && !closing.signal.aborted) kick();
-      });
+  async function ingestJob({ documentId }: { documentId: string }, job: { signal: AbortSignal }): Promise<void> {
+    // Thrown, the job is retried later: by then the holder has finished, or its lease has lapsed.
+    if (!(await processDocument(documentId, AbortSignal.any([job.signal, closing.signal])))) {
+      throw new Error(`The knowledge document ${documentId} is held by another worker.`);
+    }
   }
 
-  let sweep: NodeJS.Timeout | undefined;
+  /** Stores a document's job in `tx` (with the document), or on its own. */
+  const enqueueIngest = (documentId: string, options: { tx?: Queryable; delaySeconds?: number } = {}) =>
+    jobs.enqueue(INGEST_JOB, { documentId }, { key: documentId, ...options });
 
   async function resolveCollections(userId: string, names: string[] | undefined): Promise<CollectionRow[]> {
     const found = await store.findCollections(db, userId, names);
@@ -378,26 +377,39 @@ export async function createKnowledge(deps: KnowledgeDeps) {
     /** Whether vector search is possible here (pgvector installed). */
     vectors,
 
-    /** Recovers documents left processing and starts the periodic sweep for lapsed leases. */
+    /** Takes jobs; a document left processing without a job (stored before jobs existed) gets one. */
     async start(): Promise<void> {
-      // PGlite serves one process (the data directory is locked), so no lease can be alive at start.
+      await jobs.register(INGEST_JOB, ingestJob, { concurrency: 2, retryLimit: 10, retryDelaySeconds: 5 });
+      // PGlite serves one process (the data directory is locked), so no request can hold a lease at start.
       if (db.engine === 'pglite') await db.query(`UPDATE knowledge_documents SET lease_until = NULL WHERE status = 'processing'`);
-      sweep = setInterval(kick, SWEEP_MS);
-      sweep.unref();
-      kick();
+      const stranded = await db.query<{ id: string }>(`SELECT id FROM knowledge_documents WHERE status = 'processing'`);
+      // Keyed by document: a document whose job is waiting or running gets no second one.
+      for (const { id } of stranded) await enqueueIngest(id);
     },
 
-    /** Stops the worker; a document it was embedding stays `processing`, free for the next start. */
+    /** Stops taking jobs and gives up a document being processed; its job runs again later or elsewhere. */
     async close(): Promise<void> {
-      clearInterval(sweep);
       closing.abort(new Error('The server is shutting down.'));
-      await running;
+      await jobs.unregister(INGEST_JOB);
     },
 
-    /** Processes every document waiting in the background now; resolves when none is left. */
+    /** Processes, here and now, every waiting document nobody holds (tests, and a restart's catch-up). */
     async processPending(): Promise<void> {
-      kick();
-      while (running) await running;
+      const now = new Date(clock());
+      const waiting = await db.query<{ id: string }>(
+        `SELECT id FROM knowledge_documents WHERE status = 'processing' AND (lease_until IS NULL OR lease_until < $1) ORDER BY id`,
+        [now],
+      );
+      for (const { id } of waiting) await processDocument(id, closing.signal).catch(() => undefined);
+      // A job may hold one: wait for what it holds to be finished.
+      for (;;) {
+        const [held] = await db.query<{ count: number }>(
+          `SELECT count(*)::int AS count FROM knowledge_documents WHERE status = 'processing' AND lease_until >= $1 AND lease_until <= $2`,
+          [new Date(clock()), new Date(clock() + JOB_LEASE_MS)],
+        );
+        if (!held?.count || closing.signal.aborted) return;
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
     },
 
     async addDocument(userId: string, input: NewDocument, ctx: CallContext): Promise<AddedDocument> {
@@ -419,7 +431,8 @@ export async function createKnowledge(deps: KnowledgeDeps) {
       }
       const inline = bytes <= config.inlineMaxBytes;
       const now = clock();
-      const doc = await store.insertDocument(db, {
+      const doc = await db.transaction(async (tx) => {
+        const inserted = await store.insertDocument(tx, {
         id: newId('doc', now),
         userId,
         collection: name,
@@ -434,6 +447,10 @@ export async function createKnowledge(deps: KnowledgeDeps) {
         apiKeyId: ctx.apiKeyId,
         leaseUntil: inline ? new Date(now + LEASE_MS) : null,
         now: new Date(now),
+        });
+        // An inline document's job waits out the request's lease, in case the request's server dies.
+        if (inserted) await enqueueIngest(inserted.id, { tx, ...(inline ? { delaySeconds: LEASE_MS / 1000 + 5 } : {}) });
+        return inserted;
       });
       if (!doc) {
         // The same content arrived concurrently and won.
@@ -441,12 +458,9 @@ export async function createKnowledge(deps: KnowledgeDeps) {
         if (winner) return { status: 200, document: store.toDocument(winner) };
         throw new ApiError('conflict', 'The same document is being added concurrently; retry.');
       }
-      if (!inline) {
-        kick();
-        return { status: 202, document: store.toDocument(doc) };
-      }
+      if (!inline) return { status: 202, document: store.toDocument(doc) };
       try {
-        const ready = await ingest(doc, content, undefined, false);
+        const ready = await ingest(doc, content, undefined, LEASE_MS);
         if (!ready) throw notFound('knowledge document', doc.id);
         return { status: 201, document: store.toDocument(ready) };
       } catch (error) {

@@ -4,11 +4,15 @@
 import type { RequestHandler, Response } from 'express';
 import type { OperationId, RouteSpec } from '../../generated/server.gen.ts';
 import type { PlanSpec } from '../billing/plans.ts';
+import { ApiError } from '../errors.ts';
+import type { LoadMonitor } from './load.ts';
 import type { QuotaMetric, QuotaReading, Quotas } from './quotas.ts';
 import { rateLimited, rateLimitHeaders } from './rate-limiter.ts';
 import { openAiDuration, type RequestLimits } from './request-limit.ts';
 
 export interface GuardDeps {
+  /** Whether the server is too busy to start new runs and model calls. */
+  load?: Pick<LoadMonitor, 'overloaded'> | undefined;
   planOf(userId: string): Promise<PlanSpec>;
   requestLimits: RequestLimits;
   quotas: Quotas;
@@ -25,7 +29,7 @@ const RUN_OPERATIONS: readonly OperationId[] = [
   'runTeamWithAgUi',
 ];
 /** A run calls models too, so it spends tokens as well as a run. */
-const MODEL_OPERATIONS: readonly OperationId[] = ['createChatCompletion', 'createCompletion', 'createEmbedding', ...RUN_OPERATIONS];
+const MODEL_OPERATIONS: readonly OperationId[] = ['createChatCompletion', 'createCompletion', 'createEmbedding', 'createResponse', ...RUN_OPERATIONS];
 const RESOURCE_OPERATIONS: Partial<Record<OperationId, readonly QuotaMetric[]>> = {
   createAgent: ['agents'],
   createTeam: ['teams'],
@@ -102,6 +106,28 @@ export function quotaGuard(deps: GuardDeps) {
   };
 }
 
+/** Seconds a client is asked to wait when the server sheds load. */
+export const OVERLOAD_RETRY_SECONDS = 1;
+
+/**
+ * Refuses new runs and model calls while the server is overloaded, before anything is read or counted:
+ * the work that would make it worse is what goes. Everything else (reads, writes, health) goes on.
+ */
+export function overloadGuard(deps: GuardDeps) {
+  return (route: RouteSpec): RequestHandler => {
+    const load = deps.load;
+    if (!load || !MODEL_OPERATIONS.includes(route.operationId)) return pass;
+    return (_req, _res, next) => {
+      if (load.overloaded()) {
+        throw new ApiError('service_unavailable', 'The server is too busy to start this now; retry shortly.', {
+          headers: { 'Retry-After': String(OVERLOAD_RETRY_SECONDS) },
+        });
+      }
+      next();
+    };
+  };
+}
+
 export function limitGuards(deps: GuardDeps): ((route: RouteSpec) => RequestHandler)[] {
-  return [rateLimitGuard(deps), quotaGuard(deps)];
+  return [overloadGuard(deps), rateLimitGuard(deps), quotaGuard(deps)];
 }

@@ -26,27 +26,54 @@ export interface RateLimiter {
   peek(rule: RateLimitRule, key: string): Promise<{ consumed: number; resetMs: number } | undefined>;
 }
 
-export function createRateLimiter(options: { redis?: Redis; keyPrefix?: string } = {}): RateLimiter {
-  const limiters = new Map<string, RateLimiterAbstract>();
+export interface RateLimiterOptions {
+  redis?: Redis;
+  keyPrefix?: string;
+  /**
+   * Told each time Redis fails a command or misses its deadline, with the count so far. The limiter then
+   * fails open: the request is counted by this server alone, in memory, so limits still hold per server
+   * and no request waits on, or fails because of, a Redis that is away.
+   */
+  onStoreFailure?: (error: unknown, total: number) => void;
+}
+
+interface Limiters {
+  shared: RateLimiterAbstract;
+  /** This server's own counters, used while the shared store fails. */
+  local: RateLimiterAbstract;
+}
+
+export function createRateLimiter(options: RateLimiterOptions = {}): RateLimiter {
+  const limiters = new Map<string, Limiters>();
   const prefix = options.keyPrefix ?? 'oaa-rl';
-  const limiterFor = (rule: RateLimitRule): RateLimiterAbstract => {
+  let failures = 0;
+  const limitersFor = (rule: RateLimitRule): Limiters => {
     const id = `${rule.name}:${rule.points}:${rule.windowSeconds}`;
     let limiter = limiters.get(id);
     if (!limiter) {
       const settings = { points: rule.points, duration: rule.windowSeconds, keyPrefix: `${prefix}:${id}` };
-      // When Redis fails a command each server limits on its own rather than failing every request.
-      limiter = options.redis
-        ? new RateLimiterRedis({ ...settings, storeClient: options.redis, insuranceLimiter: new RateLimiterMemory(settings) })
-        : new RateLimiterMemory(settings);
+      const local = new RateLimiterMemory(settings);
+      limiter = { shared: options.redis ? new RateLimiterRedis({ ...settings, storeClient: options.redis }) : local, local };
       limiters.set(id, limiter);
     }
     return limiter;
   };
+  /** Runs `use` on the shared store, and on this server's counters when the store fails. */
+  async function withFallback<T>(rule: RateLimitRule, use: (limiter: RateLimiterAbstract) => Promise<T>): Promise<T> {
+    const { shared, local } = limitersFor(rule);
+    try {
+      return await use(shared);
+    } catch (error) {
+      if (error instanceof RateLimiterRes || shared === local) throw error;
+      options.onStoreFailure?.(error, ++failures);
+      return use(local);
+    }
+  }
   return {
     backend: options.redis ? 'redis' : 'memory',
     async consume(rule, key, points = 1) {
       try {
-        const res = await limiterFor(rule).consume(key, points);
+        const res = await withFallback(rule, (limiter) => limiter.consume(key, points));
         return { allowed: true, rule, remaining: res.remainingPoints, resetSeconds: Math.ceil(res.msBeforeNext / 1000) };
       } catch (rejection) {
         // Rejections over the limit are RateLimiterRes; anything else is a store failure and propagates.
@@ -55,7 +82,7 @@ export function createRateLimiter(options: { redis?: Redis; keyPrefix?: string }
       }
     },
     async peek(rule, key) {
-      const res = await limiterFor(rule).get(key);
+      const res = await withFallback(rule, (limiter) => limiter.get(key));
       return res ? { consumed: res.consumedPoints, resetMs: Math.max(0, res.msBeforeNext) } : undefined;
     },
   };

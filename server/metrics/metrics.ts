@@ -43,6 +43,8 @@ export interface OperationRecorder {
 export interface Metrics extends UpstreamMetrics, RunMetrics {
   /** Open server-sent event streams. */
   openStreams: { inc(): void; dec(): void };
+  /** Rate-limit commands Redis failed or did not answer in time, counted on this server instead. */
+  rateLimitStoreFailures: { inc(): void };
   /** The recorder for one operation, to be kept with its route. */
   operation(operationId: string, method: string): OperationRecorder;
   /** Starts the clock of every request and records it when its connection closes; mount it first. */
@@ -96,6 +98,11 @@ export function createMetrics(): Metrics {
     registers,
   });
   const openStreams = new Gauge({ name: 'http_sse_streams_open', help: 'Server-sent event streams open now.', registers });
+  const rateLimitStoreFailures = new Counter({
+    name: 'rate_limit_store_failures_total',
+    help: 'Rate-limit commands that Redis failed or did not answer in time; each was counted on this server alone (the limiter fails open).',
+    registers,
+  });
   const runsFinished = new Counter({
     name: 'runs_finished_total',
     help: 'Agent and team runs that stopped executing on this server, by status (requires_action: halted for client tool results).',
@@ -146,6 +153,7 @@ export function createMetrics(): Metrics {
 
   return {
     openStreams,
+    rateLimitStoreFailures,
     operation,
     requests(req, res, next) {
       req.metricsStart = performance.now();

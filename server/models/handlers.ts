@@ -7,6 +7,7 @@ import type { SseFrame } from '../../generated/server.gen.ts';
 import { callerOf, type Principal } from '../http/auth.ts';
 import { ApiError } from '../errors.ts';
 import { envelope, type ErrorEnvelope } from '../http/errors.ts';
+import { IncompleteStream } from '../http/sse.ts';
 import type { AppHandlers, RequestContext } from '../http/operations.ts';
 import type { UsageKind, UsageRecord } from '../usage/meter.ts';
 import { toApiError, type ModelGateway } from './gateway.ts';
@@ -113,6 +114,9 @@ export function encodeVector(vector: number[]): string {
 
 type Frame<T> = SseFrame<T | ErrorEnvelope>;
 
+/** What a stream cut by shutdown ends with; the client may retry elsewhere or once the server is back. */
+const shuttingDownError = () => new ApiError('service_unavailable', 'The server is shutting down; the answer is incomplete. Retry the request.');
+
 interface Relay<T> {
   /** The usage an upstream reports, if this item carries it. */
   usageOf(item: T): CompletionUsage | null | undefined;
@@ -146,16 +150,24 @@ export function modelHandlers(deps: ModelHandlerDeps) {
 
   /**
    * Starts a stream: waits for its first item (so that early failures become error responses), then
-   * relays items with OpenAI's usage convention, ends with the error envelope if the model fails midway,
-   * and meters what was produced, also when the client leaves early.
+   * relays items with OpenAI's usage convention, ends with the error envelope and without `[DONE]` if the
+   * model fails midway or the server begins to shut down, and meters what was produced, also when the
+   * client leaves early.
    */
   async function startStream<T extends { model: string; usage?: CompletionUsage | null }>(
     request: RequestContext & { auth: Principal },
     source: AsyncGenerator<T, unknown>,
     options: { includeUsage: boolean; kind: UsageKind | undefined; relay: Relay<T> },
   ): Promise<AsyncIterable<Frame<T>>> {
-    const first = await source.next();
     const { relay } = options;
+    const { shuttingDown } = request;
+    let first: IteratorResult<T, unknown>;
+    try {
+      first = await source.next();
+    } catch (error) {
+      if (shuttingDown.aborted && !request.signal.aborted) throw shuttingDownError();
+      throw error;
+    }
     return (async function* (): AsyncGenerator<Frame<T>> {
       let usage: CompletionUsage | undefined;
       let model: string | undefined;
@@ -180,9 +192,15 @@ export function modelHandlers(deps: ModelHandlerDeps) {
         completed = true;
       } catch (error) {
         if (request.signal.aborted) return;
-        const apiError = toApiError(error, model ?? 'the model');
-        request.log.warn({ err: error, model }, 'model stream failed after it began');
+        // An error event as OpenAI sends one, and no `[DONE]`: the answer so far is not the whole answer.
+        let apiError: ApiError;
+        if (shuttingDown.aborted) apiError = shuttingDownError();
+        else {
+          apiError = toApiError(error, model ?? 'the model');
+          request.log.warn({ err: error, model }, 'model stream failed after it began');
+        }
         yield { data: envelope(apiError, request.requestId) };
+        throw new IncompleteStream();
       } finally {
         if (!completed) await source.return(undefined);
         if (options.kind && model) meter(request, model, options.kind, usage ?? relay.estimate(text));
@@ -242,7 +260,8 @@ export function modelHandlers(deps: ModelHandlerDeps) {
         meter(request, result.model, 'chat', result.usage ?? estimatedUsage({ ...upstream, model: result.model }, result.choices.map((c) => c.message.content ?? '').join('')));
         return { status: 200, body: result };
       }
-      const chunks = models.chatStream(body.model, upstream, { signal });
+      // Shutdown ends the upstream call too, and the stream with an error event (see startStream).
+      const chunks = models.chatStream(body.model, upstream, { signal: AbortSignal.any([signal, request.shuttingDown]) });
       return { status: 200, stream: await startStream(request, chunks, { includeUsage, kind: 'chat', relay: chatRelay({ ...upstream, model: body.model }) }) };
     },
 
@@ -256,7 +275,7 @@ export function modelHandlers(deps: ModelHandlerDeps) {
         meter(request, result.model, 'completion', usage);
         return { status: 200, body: result };
       }
-      const chunks = models.completeStream(body.model, upstream, { signal });
+      const chunks = models.completeStream(body.model, upstream, { signal: AbortSignal.any([signal, request.shuttingDown]) });
       const includeUsage = body.stream_options?.include_usage === true;
       return { status: 200, stream: await startStream(request, chunks, { includeUsage, kind: 'completion', relay: completionRelay({ ...upstream, model: body.model }) }) };
     },

@@ -42,7 +42,8 @@ function handles(input: string | URL | Request, init: RequestInit): input is str
   if (typeof input !== 'string' && !(input instanceof URL)) return false;
   const { body } = init;
   if (body !== undefined && body !== null && typeof body !== 'string' && !(body instanceof Uint8Array)) return false;
-  return init.redirect === undefined || init.redirect === 'follow';
+  // `manual` answers the redirect itself, as Node's fetch does (the MCP SDK follows within one origin).
+  return init.redirect === undefined || init.redirect === 'follow' || init.redirect === 'manual';
 }
 
 function headerRecord(init: HeadersInit | undefined): Record<string, string> {
@@ -83,7 +84,7 @@ function decodersFor(contentEncoding: string | undefined): (() => NodeJS.ReadWri
   return decoders;
 }
 
-function decodedBody(response: http.IncomingMessage): Readable {
+export function decodedBody(response: http.IncomingMessage): Readable {
   const decoders = decodersFor(response.headers['content-encoding']);
   if (!decoders || decoders.length === 0) return response;
   // Errors travel down the pipeline to its last stream, which is what is read.
@@ -232,7 +233,7 @@ export function createHttpFetch(options: HttpFetchOptions = {}): typeof fetch {
       const response = await send(url, method, headers, body, signal);
       const location = response.headers.location;
       const status = response.statusCode ?? 0;
-      if (!REDIRECTS.has(status) || location === undefined) return toResponse(response, url, method, redirects > 0, signal);
+      if (!REDIRECTS.has(status) || location === undefined || init.redirect === 'manual') return toResponse(response, url, method, redirects > 0, signal);
       response.resume();
       let next: URL;
       try {

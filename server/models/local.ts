@@ -27,12 +27,21 @@ export function countTokens(text: string): number {
   return text.match(TOKEN)?.length ?? 0;
 }
 
-/** The first balanced `{…}` in `text` that parses as a JSON object. */
-export function firstJsonObject(text: string): Record<string, unknown> | undefined {
-  for (let start = text.indexOf('{'); start !== -1; start = text.indexOf('{', start + 1)) {
+/** How many opening braces `firstJsonObject` tries; each try may read to the end of the text. */
+export const JSON_OBJECT_TRIES = 16;
+
+/**
+ * The first balanced `{…}` in `text` that parses as a JSON object, among the first JSON_OBJECT_TRIES
+ * opening braces. Without that bound, a text of many unclosed braces costs the square of its length
+ * (200 KB of `{` took half a minute and held the event loop). `steps`, when given, counts the characters read.
+ */
+export function firstJsonObject(text: string, steps?: { count: number }): Record<string, unknown> | undefined {
+  let tries = 0;
+  for (let start = text.indexOf('{'); start !== -1 && tries < JSON_OBJECT_TRIES; start = text.indexOf('{', start + 1), tries++) {
     let depth = 0;
     let inString = false;
-    for (let i = start; i < text.length; i++) {
+    let i = start;
+    for (; i < text.length; i++) {
       const char = text[i];
       if (inString) {
         if (char === '\\') i++;
@@ -49,6 +58,7 @@ export function firstJsonObject(text: string): Record<string, unknown> | undefin
         break;
       }
     }
+    if (steps) steps.count += i - start + 1;
   }
   return undefined;
 }
@@ -121,9 +131,13 @@ function limit(text: string, request: ProviderChatRequest): { text: string; fini
   }
   const max = request.max_completion_tokens ?? request.max_tokens;
   if (max !== null && max !== undefined && countTokens(out) > max) {
+    // Tokens never span whitespace, so a piece's count adds to the others' (counting the kept text
+    // again for each piece would cost the square of its length).
     let kept = '';
+    let count = 0;
     for (const piece of pieces(out)) {
-      if (countTokens(kept + piece) > max) break;
+      count += countTokens(piece);
+      if (count > max) break;
       kept += piece;
     }
     return { text: kept, finish: 'length' };

@@ -1,90 +1,80 @@
 // The `openai-compatible` provider: any server that speaks OpenAI's API (OpenAI, Azure's v1 endpoint,
-// Ollama, vLLM, llama.cpp, LM Studio, Groq, OpenRouter, …), through the official SDK. Requests are
-// already in OpenAI's format, so they pass through; the SDK's retries are off because the gateway owns
-// retries (as fallbacks) and timeouts.
-import OpenAI, { APIConnectionTimeoutError, APIError, APIUserAbortError } from 'openai';
+// Ollama, vLLM, llama.cpp, LM Studio, Groq, OpenRouter, …), through the lean relay (relay.ts) rather than
+// an SDK: requests are already in OpenAI's format, so they go out as the gateway built them, and answers
+// come back parsed only as far as the gateway needs (choices for the handlers, usage for metering) and
+// checked for that much. An answer of the wrong shape is the upstream failing (a retriable UpstreamError),
+// never a crash further on. There are no retries here: the gateway owns them (as fallbacks) and timeouts.
 import type { ProviderSpec } from './catalog.ts';
-import { createHttpFetch } from './http-fetch.ts';
-import { abortReason, chunkText, estimatedUsage, failureOfStatus, retryAfterSeconds, scrubber } from './upstream.ts';
+import { createRelay } from './relay.ts';
+import { chunkText, estimatedUsage } from './upstream.ts';
 import {
   UpstreamError,
   type ChatCompletion,
   type ChatCompletionChunk,
   type Completion,
+  type CompletionUsage,
   type EmbeddingRequest,
   type EmbeddingResult,
   type Provider,
   type ProviderCompletionRequest,
 } from './types.ts';
 
-type ChatParams = OpenAI.Chat.ChatCompletionCreateParamsNonStreaming;
-type ChatStreamParams = OpenAI.Chat.ChatCompletionCreateParamsStreaming;
-type CompletionParams = OpenAI.CompletionCreateParamsNonStreaming;
-type CompletionStreamParams = OpenAI.CompletionCreateParamsStreaming;
+type Json = Record<string, unknown>;
 
-/**
- * The SDK refuses to start without a key, while local servers (Ollama, vLLM, llama.cpp) need none: they
- * get this placeholder and the Authorization header is removed from every request.
- */
-const NO_KEY = 'no-key';
+const isObject = (value: unknown): value is Json => typeof value === 'object' && value !== null && !Array.isArray(value);
+const isCount = (value: unknown): value is number => typeof value === 'number' && Number.isFinite(value) && value >= 0;
+
+/** The usage of an answer when it has the counts metering needs; anything else counts as none. */
+function usageOf(value: unknown): CompletionUsage | undefined {
+  if (!isObject(value) || !isCount(value.prompt_tokens) || !isCount(value.completion_tokens)) return undefined;
+  return value as unknown as CompletionUsage;
+}
+
+/** The answer with its usage kept only when it is usable. */
+function withCheckedUsage<T extends Json>(answer: T): T {
+  if (answer.usage === undefined || answer.usage === null || usageOf(answer.usage)) return answer;
+  const { usage: _dropped, ...rest } = answer;
+  return rest as T;
+}
 
 export function createOpenAIProvider(spec: ProviderSpec): Provider {
-  const client = new OpenAI({
-    baseURL: spec.baseUrl ?? 'https://api.openai.com/v1',
-    apiKey: spec.apiKey ?? NO_KEY,
-    // Explicit values, so that the SDK reads nothing from the environment behind the config's back.
-    adminAPIKey: null,
-    organization: null,
-    project: null,
-    webhookSecret: null,
-    maxRetries: 0,
-    timeout: spec.timeoutMs,
-    logLevel: 'off',
-    // The SDK over node:http rather than the built-in fetch, whose overhead was the largest single cost
-    // of a relayed call (see http-fetch.ts).
-    fetch: createHttpFetch(),
-    ...(spec.apiKey ? {} : { defaultHeaders: { Authorization: null } }),
-  });
-  const scrub = scrubber([spec.apiKey]);
+  const relay = createRelay({ name: spec.name, baseUrl: spec.baseUrl ?? 'https://api.openai.com/v1', ...(spec.apiKey ? { apiKey: spec.apiKey } : {}) });
+  const malformed = (what: string) => new UpstreamError('server', `${spec.name} answered with ${what}`);
 
-  /** The SDK's error as an UpstreamError; a caller's abort passes through untouched. */
-  const classify = (error: unknown): unknown => {
-    if (error instanceof APIUserAbortError || error instanceof UpstreamError) return error;
-    if (error instanceof APIConnectionTimeoutError) return new UpstreamError('timeout', `${spec.name} did not answer in time`);
-    if (error instanceof APIError) {
-      const message = scrub(error.message);
-      if (error.status === undefined) {
-        // A transport failure, or an error event inside a stream: the upstream broke, not the request.
-        return new UpstreamError(error.error ? 'server' : 'network', `${spec.name}: ${message}`);
-      }
-      return failureOfStatus(error.status, `${spec.name}: ${message}`, retryAfterSeconds(error.headers));
+  /** A JSON answer whose `choices` are all objects that `valid` accepts, and at least one. */
+  function checkChoices(value: unknown, valid: (choice: Json) => boolean, kind: string): Json {
+    if (!isObject(value) || !Array.isArray(value.choices) || value.choices.length === 0 || !value.choices.every((choice) => isObject(choice) && valid(choice))) {
+      throw malformed(`JSON that is not a ${kind}`);
     }
-    if (error instanceof Error && error.name === 'AbortError') return error;
-    return new UpstreamError('network', `${spec.name}: ${scrub(error instanceof Error ? error.message : String(error))}`);
-  };
+    return withCheckedUsage(value);
+  }
 
-  const call = async <T>(fn: () => Promise<T>): Promise<T> => {
-    try {
-      return await fn();
-    } catch (error) {
-      throw classify(error);
+  /** A stream chunk: choices (possibly none, for the usage chunk) that `valid` accepts. */
+  function checkChunk(value: unknown, valid: (choice: Json) => boolean, kind: string): Json {
+    if (!isObject(value) || !Array.isArray(value.choices) || !value.choices.every((choice) => isObject(choice) && valid(choice))) {
+      throw malformed(`an event that is not a ${kind}`);
     }
-  };
+    return withCheckedUsage(value);
+  }
 
-  /** Iterates an SDK stream, classifying failures and refusing to let an aborted or cut-off stream pass as whole. */
-  async function* relay<T>(open: () => Promise<AsyncIterable<T>>, signal: AbortSignal | undefined, isFinal: (item: T) => boolean): AsyncGenerator<T> {
-    const stream = await call(open);
-    let finished = false;
-    try {
-      for await (const item of stream) {
-        if (isFinal(item)) finished = true;
-        yield item;
-      }
-    } catch (error) {
-      throw classify(error);
+  const chatChoice = (choice: Json) => isObject(choice.message);
+  const chatDelta = (choice: Json) => choice.delta === undefined || isObject(choice.delta);
+  const textChoice = (choice: Json) => typeof choice.text === 'string';
+  const finished = (chunk: Json) => (chunk.choices as Json[]).some((choice) => choice.finish_reason !== null && choice.finish_reason !== undefined);
+
+  /**
+   * Relays an event stream, checking each chunk, and refuses to let a stream that ended before the model
+   * finished (a cut connection, a server that stopped) pass as whole.
+   */
+  async function* stream(path: string, request: object, signal: AbortSignal | undefined, check: (value: unknown) => Json): AsyncGenerator<Json> {
+    const body = JSON.stringify({ ...request, stream: true, stream_options: { include_usage: true } });
+    let complete = false;
+    for await (const value of relay.events(path, body, signal)) {
+      const chunk = check(value);
+      if (finished(chunk)) complete = true;
+      yield chunk;
     }
-    if (signal?.aborted) throw abortReason(signal);
-    if (!finished) throw new UpstreamError('server', `${spec.name} ended the stream before the model finished`);
+    if (!complete) throw new UpstreamError('server', `${spec.name} ended the stream before the model finished`);
   }
 
   return {
@@ -92,67 +82,59 @@ export function createOpenAIProvider(spec: ProviderSpec): Provider {
     type: 'openai-compatible',
 
     async chat(request, { signal }) {
-      const result = await call(() => client.chat.completions.create(request as unknown as ChatParams, { signal }));
-      return result as unknown as ChatCompletion;
+      const answer = await relay.json('POST', 'chat/completions', JSON.stringify(request), signal);
+      return checkChoices(answer, chatChoice, 'chat completion') as unknown as ChatCompletion;
     },
 
     async *chatStream(request, { signal }) {
-      const params = { ...request, stream: true, stream_options: { include_usage: true } } as unknown as ChatStreamParams;
       let text = '';
       let usage = false;
-      const chunks = relay(
-        () => client.chat.completions.create(params, { signal }),
-        signal,
-        (chunk) => chunk.choices.some((choice) => choice.finish_reason !== null && choice.finish_reason !== undefined),
-      );
-      let last: ChatCompletionChunk | undefined;
-      for await (const raw of chunks) {
+      let last: Json | undefined;
+      for await (const raw of stream('chat/completions', request, signal, (value) => checkChunk(value, chatDelta, 'chat completion chunk'))) {
+        // Chunks without a delta (some servers send them with a finish reason) are given an empty one.
         const chunk = raw as unknown as ChatCompletionChunk;
+        for (const choice of chunk.choices) choice.delta ??= {};
         if (chunk.usage) usage = true;
         text += chunkText(chunk);
-        last = chunk;
+        last = raw;
         yield chunk;
       }
       // Servers without stream_options report no usage; metering then counts what was sent and received.
       if (!usage && last) {
-        yield { id: last.id, object: 'chat.completion.chunk', created: last.created, model: last.model, choices: [], usage: estimatedUsage(request, text) };
+        yield { id: String(last.id), object: 'chat.completion.chunk', created: Number(last.created), model: String(last.model), choices: [], usage: estimatedUsage(request, text) };
       }
     },
 
     async complete(request: ProviderCompletionRequest, { signal }) {
-      const result = await call(() => client.completions.create(request as unknown as CompletionParams, { signal }));
-      return result as unknown as Completion;
+      const answer = await relay.json('POST', 'completions', JSON.stringify(request), signal);
+      return checkChoices(answer, textChoice, 'completion') as unknown as Completion;
     },
 
     async *completeStream(request: ProviderCompletionRequest, { signal }) {
-      const params = { ...request, stream: true, stream_options: { include_usage: true } } as unknown as CompletionStreamParams;
-      const chunks = relay(
-        () => client.completions.create(params, { signal }),
-        signal,
-        (chunk) => chunk.choices.some((choice) => choice.finish_reason !== null && choice.finish_reason !== undefined),
-      );
-      for await (const chunk of chunks) yield chunk as unknown as Completion;
+      for await (const chunk of stream('completions', request, signal, (value) => checkChunk(value, textChoice, 'completion chunk'))) yield chunk as unknown as Completion;
     },
 
     async embed(request: EmbeddingRequest, { signal }): Promise<EmbeddingResult> {
-      const result = await call(() =>
-        client.embeddings.create(
-          { model: request.model, input: request.input, ...(request.dimensions ? { dimensions: request.dimensions } : {}) },
-          { signal },
-        ),
-      );
-      return {
-        vectors: [...result.data].sort((a, b) => a.index - b.index).map((item) => item.embedding),
-        promptTokens: result.usage?.prompt_tokens ?? 0,
-      };
+      const body = JSON.stringify({ model: request.model, input: request.input, encoding_format: 'float', ...(request.dimensions ? { dimensions: request.dimensions } : {}) });
+      const answer = await relay.json('POST', 'embeddings', body, signal);
+      const data = isObject(answer) ? answer.data : undefined;
+      if (
+        !Array.isArray(data) ||
+        data.length !== request.input.length ||
+        !data.every((item) => isObject(item) && Array.isArray(item.embedding) && item.embedding.every((x) => typeof x === 'number'))
+      ) {
+        throw malformed(`JSON that is not ${request.input.length} embeddings`);
+      }
+      const items = data as { index?: unknown; embedding: number[] }[];
+      const ordered = items.every((item) => typeof item.index === 'number') ? [...items].sort((a, b) => (a.index as number) - (b.index as number)) : items;
+      return { vectors: ordered.map((item) => item.embedding), promptTokens: usageOf({ completion_tokens: 0, ...(answer as Json).usage as Json })?.prompt_tokens ?? 0 };
     },
 
     async listModels({ signal }) {
-      return call(async () => {
-        const ids: string[] = [];
-        for await (const model of client.models.list({ signal })) ids.push(model.id);
-        return ids;
-      });
+      const answer = await relay.json('GET', 'models', undefined, signal);
+      const data = isObject(answer) ? answer.data : undefined;
+      if (!Array.isArray(data)) throw malformed('JSON that is not a list of models');
+      return data.filter((item): item is { id: string } => isObject(item) && typeof item.id === 'string').map((item) => item.id);
     },
   };
 }

@@ -2,25 +2,26 @@
 import type { Logger } from 'pino';
 import type { UpstreamMetrics } from '../metrics/metrics.ts';
 import { validateCatalog, withDiscovered, type Catalog, type ProviderSpec } from './catalog.ts';
-import { createAnthropicProvider } from './anthropic.ts';
 import { createGateway, type ModelGateway } from './gateway.ts';
 import { createLocalProvider } from './local.ts';
 import { createOpenAIProvider } from './openai.ts';
 import type { Provider } from './types.ts';
 
-export function createProvider(spec: ProviderSpec): Provider {
+/** A provider for the spec; the Anthropic SDK (about 25 MB resident) is loaded only when a catalog names it. */
+export async function createProvider(spec: ProviderSpec): Promise<Provider> {
   switch (spec.type) {
     case 'local':
       return createLocalProvider(spec.name, { tokenDelayMs: spec.tokenDelayMs ?? 0 });
     case 'openai-compatible':
       return createOpenAIProvider(spec);
     case 'anthropic':
-      return createAnthropicProvider(spec);
+      return (await import('./anthropic.ts')).createAnthropicProvider(spec);
   }
 }
 
 export async function createModelGateway(catalog: Catalog, options: { logger: Logger; clock: () => number; metrics?: UpstreamMetrics }): Promise<ModelGateway> {
-  const providers = new Map(catalog.providers.map((spec) => [spec.name, createProvider(spec)]));
+  const providers = new Map<string, Provider>();
+  for (const spec of catalog.providers) providers.set(spec.name, await createProvider(spec));
   let discovered = catalog;
   for (const spec of catalog.providers) {
     const provider = providers.get(spec.name);

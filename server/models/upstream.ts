@@ -1,10 +1,10 @@
-// What the SDK-backed providers share: turning an upstream's HTTP failure into an UpstreamError the
+// What the providers of remote upstreams share: turning an upstream's HTTP failure into an UpstreamError the
 // gateway can act on, without letting the provider's credential travel along in a message or a cause.
 import { countTokens } from './local.ts';
 import { textOf, UpstreamError, type ChatCompletionChunk, type CompletionUsage, type ProviderChatRequest } from './types.ts';
 
 /** Seconds from `Retry-After` (seconds or an HTTP date) or `retry-after-ms`, rounded up; undefined when absent. */
-export function retryAfterSeconds(headers: Headers | undefined, now = Date.now()): number | undefined {
+export function retryAfterSeconds(headers: Pick<Headers, 'get'> | undefined, now = Date.now()): number | undefined {
   const ms = Number(headers?.get('retry-after-ms'));
   if (Number.isFinite(ms) && ms > 0) return Math.ceil(ms / 1000);
   const raw = headers?.get('retry-after');

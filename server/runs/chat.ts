@@ -3,6 +3,7 @@
 import type { components } from '../../generated/openapi.gen.ts';
 import type { SseFrame } from '../../generated/server.gen.ts';
 import { toFrame, type RunEvent } from './events.ts';
+import { requestMcpServer } from '../mcp/config.ts';
 import type { Caller } from './tools.ts';
 import { collectTurn, succeeded, type StartTurn } from './turns.ts';
 
@@ -17,7 +18,15 @@ export type ChatAnswer = { status: 200; stream: AsyncIterable<SseFrame<RunEvent>
  */
 export async function chatTurn(caller: Caller, body: ChatRequest, options: { stream: boolean; signal: AbortSignal }, start: StartTurn): Promise<ChatAnswer> {
   const handle = await start(
-    { ...caller, conversation: { sessionId: body.session_id, messages: body.messages }, tools: body.tools, modelSettings: body.model_settings, metadata: body.metadata },
+    {
+      ...caller,
+      conversation: { sessionId: body.session_id, messages: body.messages },
+      tools: body.tools,
+      modelSettings: body.model_settings,
+      metadata: body.metadata,
+      mcpServers: body.mcp_servers?.map(requestMcpServer),
+      approvals: body.approvals,
+    },
     { resumable: options.stream },
   );
   if (options.stream) {

@@ -16,13 +16,28 @@ import { isTerminal, zeroUsage, type RunEvent, type Speaker } from './events.ts'
 import type { MemberUsage, OpenRun, RunEnding, RunLifecycle } from './lifecycle.ts';
 import { runLoop, type LoopIO, type LoopOutcome, type LoopSpec, type LoopState, type ModelSettings } from './loop.ts';
 import { AsyncQueue } from './queue.ts';
-import { checkNewMessages, checkTranscript, mergeClientTools } from './rules.ts';
+import { checkApprovals, checkNewMessages, checkTranscript, clientCalls, mergeClientTools } from './rules.ts';
+import type { ApprovalAnswer } from './loop.ts';
+import type { McpServerConfig } from '../mcp/config.ts';
+import { remoteTools, type RemoteToolsDeps } from '../mcp/remote.ts';
+import type { ToolCall } from '../models/types.ts';
 import type { RunRow, RunStore } from './store.ts';
+import type { RunSignals } from './signals.ts';
 import type { ServerToolsFor } from './tools.ts';
+import type { Jobs } from '../jobs/jobs.ts';
 
 const HEARTBEAT_MS = 5_000;
-const SWEEP_MS = 30_000;
-const FOLLOW_POLL_MS = 250;
+/** How often a server looks for runs whose server died (an indexed look at the open runs, and a lock try per owner). */
+const DEATH_CHECK_MS = 2_000;
+/**
+ * A follower of a run on another server is woken by the database's notifications; this is only how long
+ * it waits at most between two looks at the store, should a notification never come.
+ */
+const FOLLOW_SAFETY_MS = 15_000;
+/** How long a cancel waits for the run's server to end the run before answering. */
+const CANCEL_WAIT_MS = 5_000;
+/** The job that fails the runs of a server that died: one per dead server, done by whichever server takes it. */
+export const FAIL_ORPHANS_JOB = 'runs.fail-orphans';
 
 /** Why a run's signal was aborted. */
 type StopReason = 'canceled' | 'timeout' | 'shutdown' | 'storage';
@@ -66,6 +81,10 @@ export interface TurnInput {
   metadata?: Record<string, string> | undefined;
   /** What the client tells the model for this turn only (a protocol's context), after the agent's own instructions. */
   instructions?: string | undefined;
+  /** Remote MCP servers for this turn, besides the agent's own. */
+  mcpServers?: McpServerConfig[] | undefined;
+  /** The client's answers to the approvals the run waits for. */
+  approvals?: ApprovalAnswer[] | undefined;
 }
 
 /** An agent's instructions with a turn's own after them. */
@@ -122,8 +141,14 @@ export interface EngineDeps {
   usage: UsageMeter;
   lifecycle: RunLifecycle;
   serverTools: ServerToolsFor;
+  /** How remote MCP servers are reached. */
+  remoteTools: RemoteToolsDeps;
   /** This server's id, the owner of the runs it executes. */
   instanceId: string;
+  /** How servers hear of each other's run events and cancellations. */
+  signals: RunSignals;
+  /** When given, the runs of dead servers are failed by a durable job, taken by exactly one server. */
+  jobs?: Jobs | undefined;
   clock: () => number;
   logger: Logger;
 }
@@ -170,6 +195,7 @@ function endingOf(executed: TurnOutcome, sources: LoopState['sources']): RunEndi
     return {
       status: 'requires_action',
       toolCalls: outcome.toolCalls,
+      approvals: outcome.approvals,
       from: outcome.from ?? executed.speaker,
       state: executed.state,
       usageBreakdown: executed.usageBreakdown,
@@ -177,6 +203,18 @@ function endingOf(executed: TurnOutcome, sources: LoopState['sources']): RunEndi
     };
   }
   return { status: 'completed', message: outcome.message, finishReason: outcome.finishReason, from: executed.speaker, usageBreakdown: executed.usageBreakdown, sources };
+}
+
+/** What a run halted for approvals keeps: the calls to execute once they are answered. */
+function approvalState(calls: ToolCall[], approvals: { tool_call_id: string }[] | undefined): { approval_calls: ToolCall[] } | undefined {
+  if (!approvals?.length) return undefined;
+  const ids = new Set(approvals.map((request) => request.tool_call_id));
+  return { approval_calls: calls.filter((call) => ids.has(call.id)) };
+}
+
+function approvalCallsOf(state: unknown): ToolCall[] {
+  const calls = (state as { approval_calls?: unknown } | null)?.approval_calls;
+  return Array.isArray(calls) ? (calls as ToolCall[]) : [];
 }
 
 export function createRunEngine(deps: EngineDeps): RunEngine {
@@ -210,7 +248,9 @@ export function createRunEngine(deps: EngineDeps): RunEngine {
     try {
       const pending = previous === 'requires_action' ? await runs.pendingIn(sessionId) : undefined;
       // A new session's first messages were checked as a transcript; later ones must fit what is pending.
-      if (!fresh) checkNewMessages(input.conversation.messages, pending?.required_action?.tool_calls);
+      const action = pending?.required_action;
+      if (!fresh) checkNewMessages(input.conversation.messages, clientCalls(action?.tool_calls, action?.approvals));
+      checkApprovals(input.approvals ?? [], action?.approvals, input.conversation.messages);
       if (pending) {
         return { open: await lifecycle.resume(pending.id, { watch: true, stateless }), toMember: turn.resultsGoToMember?.(pending) === true };
       }
@@ -324,15 +364,28 @@ export function createRunEngine(deps: EngineDeps): RunEngine {
         model: agent.model,
         timeoutSeconds: agent.run_timeout_seconds,
         execute: async (context) => {
-          const spec: LoopSpec = {
-            model: agent.model,
-            instructions: withTurnInstructions(agent.instructions, input),
-            settings: { ...agent.model_settings, ...input.modelSettings },
-            clientTools: input.clientTools === false ? [] : clientTools,
-            serverTools: deps.serverTools(agent, input, () => context.io.signal),
-            maxSteps: agent.max_steps,
-          };
-          return { outcome: await runLoop(spec, context.history, context.io, context.state) };
+          // A request's server replaces the agent's of the same name for this turn.
+          const own = agent.mcp_servers.length > 0 ? await deps.agents.mcpServers(input.userId, agent.id) : [];
+          const requested = input.mcpServers ?? [];
+          const servers = [...own.filter((server) => !requested.some((other) => other.name === server.name)), ...requested];
+          const remote = servers.length > 0 ? await remoteTools(servers, deps.remoteTools, context.io.signal) : undefined;
+          try {
+            const spec: LoopSpec = {
+              model: agent.model,
+              instructions: withTurnInstructions(agent.instructions, { instructions: [input.instructions, ...(remote?.unavailable ?? [])].filter(Boolean).join('\n') }),
+              settings: { ...agent.model_settings, ...input.modelSettings },
+              clientTools: input.clientTools === false ? [] : clientTools,
+              serverTools: [...deps.serverTools(agent, input, () => context.io.signal), ...(remote?.tools ?? [])],
+              maxSteps: agent.max_steps,
+              decisions: new Map((input.approvals ?? []).map((answer) => [answer.tool_call_id, answer])),
+            };
+            // Calls that waited for approval run (or are refused) first, as the answers say.
+            const waiting = context.resumed ? approvalCallsOf(context.run.state) : [];
+            const outcome = await runLoop(spec, context.history, context.io, context.state, waiting);
+            return { outcome, state: outcome.kind === 'requires_action' ? approvalState(outcome.toolCalls, outcome.approvals) : undefined };
+          } finally {
+            await remote?.close();
+          }
         },
       },
       options,
@@ -358,8 +411,43 @@ export function createRunEngine(deps: EngineDeps): RunEngine {
       await lifecycle.endStored(run, { status: 'canceled' }, { from: ['requires_action'] });
       return runs.get(userId, runId);
     }
-    if (run.status === 'in_progress' || run.status === 'queued') await runs.requestCancel(runId);
-    return run;
+    if (run.status !== 'in_progress' && run.status !== 'queued') return run;
+    return cancelElsewhere(userId, run);
+  }
+
+  /**
+   * Cancels a run another server executes: its server hears of it at once and ends the run; the answer
+   * waits (bounded) for that end, so that it shows the run cancelled. A run whose server is gone is
+   * cancelled here, on the same condition as the job that fails such runs, so only one of them ends it.
+   */
+  async function cancelElsewhere(userId: string, run: RunRow): Promise<RunRow> {
+    let woken: () => void = () => undefined;
+    const unwatch = deps.signals.watch(run.id, () => woken());
+    try {
+      const owner = await runs.requestCancel(run.id);
+      if (owner === undefined) return await runs.get(userId, run.id);
+      if (owner !== deps.instanceId && (await ownerIsGone(owner))) {
+        await endOrphan(run, owner, { status: 'canceled' });
+        for (const member of await runs.children(run.id)) await endOrphan(member, owner, { status: 'canceled' });
+        return await runs.get(userId, run.id);
+      }
+      const deadline = performance.now() + CANCEL_WAIT_MS;
+      for (;;) {
+        const wake = new Promise<void>((resolve) => (woken = resolve));
+        const current = await runs.get(userId, run.id);
+        const left = deadline - performance.now();
+        if ((current.status !== 'in_progress' && current.status !== 'queued') || left <= 0) return current;
+        await new Promise<void>((resolve) => {
+          const timer = setTimeout(resolve, left);
+          void wake.then(() => {
+            clearTimeout(timer);
+            resolve();
+          });
+        });
+      }
+    } finally {
+      unwatch();
+    }
   }
 
   async function* follow(userId: string, runId: string, after: number, signal: AbortSignal): AsyncGenerator<RunEvent> {
@@ -372,8 +460,20 @@ export function createRunEngine(deps: EngineDeps): RunEngine {
       buffered.push(event);
       if (isTerminal(event)) buffered.close();
     });
+    // A run executing elsewhere (or nowhere any more): every server's stored events are announced.
+    let pending: boolean;
+    let woken: (() => void) | undefined;
+    const wake = () => {
+      pending = true;
+      woken?.();
+    };
+    const unwatch = local ? undefined : deps.signals.watch(runId, (sequence) => {
+      if (sequence === undefined || sequence > last) wake();
+    });
+    signal.addEventListener('abort', wake);
     try {
       for (;;) {
+        pending = false;
         const stored = await runs.events(runId, last, 500);
         for (const event of stored) {
           last = event.sequence_number;
@@ -393,31 +493,69 @@ export function createRunEngine(deps: EngineDeps): RunEngine {
         }
         run = await runs.get(userId, runId);
         if (run.status !== 'in_progress' && run.status !== 'queued' && last >= run.last_sequence_number) return;
-        await new Promise((resolve) => setTimeout(resolve, FOLLOW_POLL_MS));
+        if (signal.aborted) return;
+        if (!pending) {
+          await new Promise<void>((resolve) => {
+            const timer = setTimeout(resolve, FOLLOW_SAFETY_MS);
+            woken = () => {
+              clearTimeout(timer);
+              resolve();
+            };
+          });
+          woken = undefined;
+        }
         if (signal.aborted) return;
       }
     } finally {
       unsubscribe?.();
+      unwatch?.();
+      signal.removeEventListener('abort', wake);
     }
   }
 
+  const orphanError = { code: 'internal_error' as const, message: 'The server running this run stopped before it finished.' };
+
+  /** Ends a dead server's run, if it is still that server's and unfinished: of all who try, one does. */
+  async function endOrphan(run: RunRow, owner: string, ending: RunEnding = { status: 'failed', error: orphanError }): Promise<boolean> {
+    return (await lifecycle.endStored(run, ending, { from: ['queued', 'in_progress'], owner })) !== undefined;
+  }
+
+  /** Fails every unfinished run of a dead server. Safe to repeat and to run on several servers at once. */
+  async function failOrphansOf(owner: string): Promise<number> {
+    let failed = 0;
+    for (const orphan of await runs.orphansOf(owner)) if (await endOrphan(orphan, owner)) failed += 1;
+    if (failed > 0) logger.warn({ failed, owner }, 'marked the runs of a stopped server failed');
+    return failed;
+  }
+
+  /** The servers that own unfinished runs and are gone. */
+  async function deadOwners(): Promise<string[]> {
+    const dead: string[] = [];
+    for (const owner of await runs.activeOwners(deps.instanceId)) {
+      if (deps.db.engine === 'pglite' || (await ownerIsGone(owner))) dead.push(owner);
+    }
+    return dead;
+  }
+
+  /** Fails the runs of servers that are gone, here and now. */
   async function sweep(): Promise<number> {
     let failed = 0;
-    const error = { code: 'internal_error' as const, message: 'The server running this run stopped before it finished.' };
-    for (const owner of await runs.activeOwners(deps.instanceId)) {
-      const dead = deps.db.engine === 'pglite' || (await ownerIsGone(owner));
-      if (!dead) continue;
-      for (const orphan of await runs.orphansOf(owner)) {
-        const ended = await lifecycle.endStored(orphan, { status: 'failed', error }, { from: ['queued', 'in_progress'], owner });
-        if (ended) failed += 1;
-      }
-    }
-    if (failed > 0) logger.warn({ failed }, 'marked the runs of stopped servers failed');
+    for (const owner of await deadOwners()) failed += await failOrphansOf(owner);
     return failed;
+  }
+
+  /** Hands each dead server's runs to the job queue; whichever server takes the job fails them. */
+  async function detectDeaths(): Promise<void> {
+    if (!deps.jobs) {
+      await sweep();
+      return;
+    }
+    for (const owner of await deadOwners()) await deps.jobs.enqueue(FAIL_ORPHANS_JOB, { owner }, { key: owner });
   }
 
   /** A server holds a session advisory lock on its id while it lives; if we can take it, it is gone. */
   async function ownerIsGone(owner: string): Promise<boolean> {
+    if (deps.db.engine === 'pglite') return owner !== deps.instanceId;
     return deps.db.transaction(async (tx) => {
       const [row] = await tx.query<{ free: boolean }>('SELECT pg_try_advisory_xact_lock(hashtext($1)) AS free', [owner]);
       return row?.free === true;
@@ -451,6 +589,16 @@ export function createRunEngine(deps: EngineDeps): RunEngine {
           });
         });
       }
+      deps.signals.onCancel((runId) => live.get(runId)?.controller.abort('canceled' satisfies StopReason));
+      await deps.signals.start();
+      await deps.jobs?.register<{ owner: string }>(
+        FAIL_ORPHANS_JOB,
+        async ({ owner }) => {
+          // Checked again by whoever takes the job: a server that only lost its connection for a moment keeps its runs.
+          if (await ownerIsGone(owner)) await failOrphansOf(owner);
+        },
+        { concurrency: 1 },
+      );
       await sweep();
       heartbeat = setInterval(() => {
         void runs
@@ -460,9 +608,12 @@ export function createRunEngine(deps: EngineDeps): RunEngine {
           })
           .catch((error: unknown) => logger.warn({ err: error }, 'run heartbeat failed'));
       }, HEARTBEAT_MS);
-      sweeper = setInterval(() => void sweep().catch((error: unknown) => logger.warn({ err: error }, 'run sweep failed')), SWEEP_MS);
+      // PGlite serves one process: the only dead server is the one before this, swept above.
+      if (deps.db.engine === 'postgres') {
+        sweeper = setInterval(() => void detectDeaths().catch((error: unknown) => logger.warn({ err: error }, 'looking for dead servers failed')), DEATH_CHECK_MS);
+        sweeper.unref();
+      }
       heartbeat.unref();
-      sweeper.unref();
     },
 
     /** Ends every live run with a final event (shutdown) and stops the timers. */
@@ -473,6 +624,7 @@ export function createRunEngine(deps: EngineDeps): RunEngine {
       const pending = [...live.values()];
       for (const run of pending) run.controller.abort('shutdown' satisfies StopReason);
       await Promise.allSettled(pending.map((run) => run.done));
+      await deps.signals.stop();
       releaseOwnership?.();
       await ownershipHeld?.catch(() => undefined);
     },

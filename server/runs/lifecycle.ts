@@ -11,6 +11,7 @@ import type { RunMetrics } from '../metrics/metrics.ts';
 import { createSessionStore } from '../sessions/store.ts';
 import type { Db } from '../store/db.ts';
 import type { KnowledgeSource } from '../tools/registry.ts';
+import type { ApprovalRequest } from './loop.ts';
 import { AsyncQueue } from './queue.ts';
 import { isTerminal, zeroUsage, type RunEvent, type RunEventBody, type Speaker, type TokenUsage } from './events.ts';
 import { RunRecorder, type EventSink } from './recorder.ts';
@@ -31,6 +32,8 @@ export type RunEnding =
   | {
       status: 'requires_action';
       toolCalls: ToolCall[];
+      /** Which of `toolCalls` are server-side calls waiting for approval. */
+      approvals?: ApprovalRequest[] | undefined;
       from?: Speaker | undefined;
       /** What the run needs to go on when the results come. */
       state?: unknown;
@@ -125,6 +128,7 @@ export function createRunLifecycle(deps: LifecycleDeps) {
           ...(ending.from ? { from: ending.from } : {}),
           session_id: sessionId,
           tool_calls: ending.toolCalls,
+          ...(ending.approvals?.length ? { approvals: ending.approvals } : {}),
           usage,
           ...(ending.usageBreakdown ? { usage_breakdown: ending.usageBreakdown } : {}),
           ...(ending.sources?.length ? { sources: ending.sources } : {}),
@@ -157,7 +161,12 @@ export function createRunLifecycle(deps: LifecycleDeps) {
     const status = storedStatus(ending, options.stateless);
     const waiting = status === 'requires_action' && ending.status === 'requires_action';
     const requiredAction: RequiredAction | null = waiting
-      ? { type: 'submit_tool_outputs', tool_calls: ending.toolCalls, ...(ending.from ? { from: ending.from } : {}) }
+      ? {
+          type: 'submit_tool_outputs',
+          tool_calls: ending.toolCalls,
+          ...(ending.approvals?.length ? { approvals: ending.approvals } : {}),
+          ...(ending.from ? { from: ending.from } : {}),
+        }
       : null;
     const topLevel = row.parent_run_id === null;
     const closed = await deps.db.transaction(async (tx) => {

@@ -6,14 +6,22 @@ import type { ModelGateway } from '../models/gateway.ts';
 import type { AssistantMessage, ChatMessage, FunctionTool, ToolCall } from '../models/types.ts';
 import type { ModelSpec } from '../models/catalog.ts';
 import { ToolInputError, type KnowledgeSource, type ToolResult } from '../tools/registry.ts';
+import { denialOutput } from '../mcp/approvals.ts';
 import { addUsage, type RunEventBody, type Speaker, type TokenUsage } from './events.ts';
 
 export type ModelSettings = components['schemas']['ModelSettings'];
 
-/** A tool the loop executes itself: a built-in, or (for a team's leader) a delegation to a member. */
+export type ApprovalRequest = components['schemas']['ApprovalRequest'];
+export type ApprovalAnswer = components['schemas']['ApprovalAnswer'];
+
+/** A tool the loop executes itself: a built-in, a remote MCP server's, or (for a team's leader) a delegation to a member. */
 export interface LoopTool {
   definition: FunctionTool;
   run(args: Record<string, unknown>, signal: AbortSignal, call: ToolCall): Promise<ToolResult>;
+  /** Set for a remote MCP server's tool. */
+  mcp?: { server: string; tool: string };
+  /** Whether a call with these arguments waits for the client's approval (its policy); never when absent. */
+  approval?: (args: Record<string, unknown>) => boolean;
 }
 
 /**
@@ -41,6 +49,8 @@ export interface LoopSpec {
   maxSteps: number;
   /** Who speaks, stamped on every event (team runs). */
   speaker?: Speaker;
+  /** The client's answers to the approvals the run waited for, by tool call id. */
+  decisions?: ReadonlyMap<string, ApprovalAnswer>;
 }
 
 export interface LoopIO {
@@ -64,6 +74,8 @@ export type LoopOutcome =
       from?: Speaker;
       /** Calls of the halted step still to execute when the run goes on (a team leader's). */
       pending?: ToolCall[];
+      /** Which of `toolCalls` wait for approval: server-side calls to execute once approved. */
+      approvals?: ApprovalRequest[];
     };
 
 /** What a loop accumulates across its steps (and across resumes of the same run). */
@@ -189,10 +201,28 @@ async function executeCalls(spec: LoopSpec, calls: ToolCall[], history: ChatMess
     history.push(...results);
     await io.persist(results);
   };
+  const approvals: ApprovalRequest[] = [];
   for (const [index, call] of calls.entries()) {
     const server = serverTools.get(call.function.name);
     if (server) {
-      io.emit({ type: 'ToolCallStarted', ...from, tool_call: call });
+      const mcp = server.mcp ? { mcp: server.mcp } : {};
+      const args = parseArguments(call.function.arguments);
+      const asks = typeof args !== 'string' && server.approval?.(args) === true;
+      const decision = asks ? spec.decisions?.get(call.id) : undefined;
+      if (asks && !decision) {
+        // Waits for the client like a client-side tool; executed (or refused) when the run goes on.
+        halting.push(call);
+        approvals.push({ tool_call_id: call.id, name: call.function.name, ...mcp });
+        continue;
+      }
+      const approval = decision ? { approval: { decision: decision.decision, ...(decision.reason ? { reason: decision.reason } : {}) } } : {};
+      io.emit({ type: 'ToolCallStarted', ...from, tool_call: call, ...mcp, ...approval });
+      if (decision?.decision === 'deny') {
+        const output = denialOutput(call.function.name, decision.reason);
+        io.emit({ type: 'ToolCallCompleted', ...from, tool_call_id: call.id, name: call.function.name, output, is_error: true });
+        results.push({ role: 'tool', tool_call_id: call.id, content: output });
+        continue;
+      }
       let result: ToolResult;
       try {
         result = await runServerTool(server, call, io, state);
@@ -213,7 +243,8 @@ async function executeCalls(spec: LoopSpec, calls: ToolCall[], history: ChatMess
     }
   }
   await keep();
-  return halting.length > 0 ? { kind: 'requires_action', toolCalls: halting } : undefined;
+  if (halting.length === 0) return undefined;
+  return { kind: 'requires_action', toolCalls: halting, ...(approvals.length ? { approvals } : {}) };
 }
 
 /**

@@ -2,6 +2,7 @@
 // transcript a valid OpenAI history. No store, no clock: unit-tested on their own.
 import { ApiError, field } from '../errors.ts';
 import type { ChatMessage, FunctionTool, ToolCall } from '../models/types.ts';
+import type { ApprovalAnswer, ApprovalRequest } from './loop.ts';
 
 /**
  * The messages that continue a session. With nothing pending they may not answer tool calls; with calls
@@ -82,4 +83,40 @@ export function unansweredCalls(messages: ChatMessage[]): string[] {
 export function mergeClientTools(own: FunctionTool[], requested: FunctionTool[]): FunctionTool[] {
   const names = new Set(requested.map((tool) => tool.function.name));
   return [...own.filter((tool) => !names.has(tool.function.name)), ...requested];
+}
+
+/**
+ * The answers to the approvals a run waits for: exactly one per pending approval, and none when it waits
+ * for none. A turn with no messages must be such an answer.
+ */
+export function checkApprovals(answers: ApprovalAnswer[], pending: ApprovalRequest[] | undefined, messages: ChatMessage[]): void {
+  const expected = new Set((pending ?? []).map((request) => request.tool_call_id));
+  const answered = new Set<string>();
+  answers.forEach((answer, index) => {
+    if (!expected.has(answer.tool_call_id) || answered.has(answer.tool_call_id)) {
+      throw new ApiError('invalid_request', expected.size === 0 ? 'This session waits for no approval.' : `No pending approval is for ${answer.tool_call_id}, or it is answered twice.`, {
+        details: [{ field: field('approvals', index, 'tool_call_id'), message: 'no such pending approval' }],
+      });
+    }
+    answered.add(answer.tool_call_id);
+  });
+  const missing = [...expected].filter((id) => !answered.has(id));
+  if (missing.length > 0) {
+    throw new ApiError('invalid_request', `The run waits for approval of: ${missing.join(', ')}; answer each in \`approvals\`.`, {
+      details: missing.map((id) => ({ field: 'approvals', message: `no decision for ${id}` })),
+    });
+  }
+  if (messages.length === 0 && answers.length === 0) {
+    throw new ApiError('invalid_request', 'A turn needs at least one message, unless it answers approvals.', {
+      details: [{ field: 'messages', message: 'must not be empty' }],
+    });
+  }
+}
+
+/** The pending calls clients answer with tool messages: those not waiting for approval. */
+export function clientCalls(calls: ToolCall[] | undefined, approvals: ApprovalRequest[] | undefined): ToolCall[] | undefined {
+  if (!calls) return undefined;
+  const asked = new Set((approvals ?? []).map((request) => request.tool_call_id));
+  const left = calls.filter((call) => !asked.has(call.id));
+  return left.length > 0 ? left : asked.size > 0 ? [] : left;
 }

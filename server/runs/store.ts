@@ -5,6 +5,8 @@ import { one, type Queryable } from '../store/db.ts';
 import { newId } from '../store/ids.ts';
 import { cursorOf, limitOf, toPage, type Page, type PageRequest } from '../store/pagination.ts';
 import type { RunEvent, TokenUsage } from './events.ts';
+import { storableJson } from '../store/json.ts';
+import { RUN_CANCEL_CHANNEL, RUN_EVENTS_CHANNEL } from './signals.ts';
 
 type Schemas = components['schemas'];
 export type Run = Schemas['Run'];
@@ -125,23 +127,29 @@ export function createRunStore(db: Queryable) {
           runId,
           update.status,
           JSON.stringify(update.usage),
-          update.error ? JSON.stringify(update.error) : null,
-          update.requiredAction ? JSON.stringify(update.requiredAction) : null,
+          update.error ? storableJson(update.error) : null,
+          update.requiredAction ? storableJson(update.requiredAction) : null,
           FINISHED.includes(update.status),
-          update.state === undefined ? null : JSON.stringify(update.state),
+          update.state === undefined ? null : storableJson(update.state),
           JSON.stringify(from),
           owner ?? null,
         ],
       );
     },
 
-    /** Stores events of any runs in one statement. */
+    /**
+     * Stores events of any runs in one statement, which also tells every server that listens which runs
+     * have new events (delivered when the statement, or the transaction it is part of, commits).
+     */
     async appendEvents(events: RunEvent[]): Promise<void> {
       if (events.length === 0) return;
       await db.query(
-        `INSERT INTO run_events (run_id, sequence_number, type, payload)
-         SELECT e.value->>'run_id', (e.value->>'sequence_number')::int, e.value->>'type', e.value FROM jsonb_array_elements($1::jsonb) AS e`,
-        [JSON.stringify(events)],
+        `WITH stored AS (
+           INSERT INTO run_events (run_id, sequence_number, type, payload)
+           SELECT e.value->>'run_id', (e.value->>'sequence_number')::int, e.value->>'type', e.value FROM jsonb_array_elements($1::jsonb) AS e
+           RETURNING run_id, sequence_number)
+         SELECT pg_notify('${RUN_EVENTS_CHANNEL}', run_id || ' ' || max(sequence_number)) FROM stored GROUP BY run_id`,
+        [storableJson(events)],
       );
     },
 
@@ -167,8 +175,19 @@ export function createRunStore(db: Queryable) {
       return rows.filter((row) => (row as { cancel_requested?: boolean }).cancel_requested).map((row) => row.id);
     },
 
-    async requestCancel(runId: string): Promise<void> {
-      await db.query('UPDATE runs SET cancel_requested = true WHERE id = $1', [runId]);
+    /**
+     * Marks an unfinished run for cancellation and tells its server at once (its heartbeat would find the
+     * mark too). Answers the server executing it, or undefined when the run is no longer in progress.
+     */
+    async requestCancel(runId: string): Promise<string | undefined> {
+      const row = await one<{ owner: string }>(
+        db,
+        `WITH asked AS (
+           UPDATE runs SET cancel_requested = true WHERE id = $1 AND status IN ('queued', 'in_progress') RETURNING id, owner)
+         SELECT owner, pg_notify('${RUN_CANCEL_CHANNEL}', id) FROM asked`,
+        [runId],
+      );
+      return row?.owner;
     },
 
     /** Runs still marked in progress whose server is not this one, grouped by that server. */

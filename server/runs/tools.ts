@@ -1,6 +1,7 @@
 // The built-in server-side tools an agent runs, as tools of the run loop.
 import type { Agent } from '../agents/agents.ts';
 import { serverTool, type KnowledgeSearcher } from '../tools/registry.ts';
+import { needsApproval } from '../mcp/approvals.ts';
 import type { LoopTool } from './loop.ts';
 
 export interface Caller {
@@ -18,11 +19,14 @@ export function createServerTools(deps: { clock: () => number; knowledge: Knowle
     return [...names].flatMap((name) => {
       const tool = serverTool(name);
       if (!tool) return [];
+      // Built-in tools run without asking unless the agent says otherwise.
+      const policy = agent.server_tool_approvals?.[tool.name];
       return [
         {
           definition: { type: 'function', function: { name: tool.name, description: tool.description, parameters: tool.parameters } },
           run: (args: Record<string, unknown>) =>
             tool.run(args, { ...caller, collections: agent.knowledge_collections, clock: deps.clock, knowledge: deps.knowledge, signal: signal() }),
+          ...(policy && policy !== 'always_allow' ? { approval: (args: Record<string, unknown>) => needsApproval(policy, args) } : {}),
         },
       ];
     });

@@ -6,6 +6,7 @@ import { textOf, type ChatMessage } from '../models/types.ts';
 import { one, type Queryable } from '../store/db.ts';
 import { newId } from '../store/ids.ts';
 import { cursorOf, limitOf, toPage, type Page, type PageRequest } from '../store/pagination.ts';
+import { storableJson } from '../store/json.ts';
 
 export type Session = components['schemas']['Session'];
 export type SessionStatus = Session['status'];
@@ -131,7 +132,7 @@ export function createSessionStore(db: Queryable) {
          INSERT INTO session_messages (session_id, position, run_id, message)
          SELECT $1, counted.start + m.ordinality - 1, $2, m.value
          FROM counted, jsonb_array_elements($4::jsonb) WITH ORDINALITY AS m`,
-        [sessionId, runId, messages.length, JSON.stringify(messages)],
+        [sessionId, runId, messages.length, storableJson(messages)],
       );
     },
 

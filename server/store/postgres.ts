@@ -1,5 +1,6 @@
 // PostgreSQL through node-postgres, for running several stateless API servers on one database.
 import pg from 'pg';
+import { ApiError } from '../errors.ts';
 import type { Db, Queryable, SqlValue } from './db.ts';
 import { createListener, type Listener } from './listener.ts';
 
@@ -7,14 +8,65 @@ import { createListener, type Listener } from './listener.ts';
 pg.types.setTypeParser(pg.types.builtins.INT8, (value: string) => Number(value));
 pg.types.setTypeParser(pg.types.builtins.NUMERIC, (value: string) => Number(value));
 
+const LOST_CONNECTION_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN', '53300', '57P01', '57P02', '57P03']);
+
+/**
+ * Whether an error says the database is away (terminated, restarting, refusing connections, out of
+ * connection slots) rather than that a statement was wrong: SQLSTATE class 08, the shutdown codes of
+ * class 57, or node-postgres's own words for a connection that dropped.
+ */
+export function isDatabaseUnavailable(error: unknown): boolean {
+  if (!(error instanceof Error)) return false;
+  const code = (error as { code?: unknown }).code;
+  if (typeof code === 'string' && (LOST_CONNECTION_CODES.has(code) || code.startsWith('08'))) return true;
+  return /Connection terminated|not queryable|timeout exceeded when trying to connect|not currently accepting connections|the database system is (starting up|shutting down)/i.test(error.message);
+}
+
+/** The 503 for a database that is away; the cause stays in the log, not in the answer. */
+function unavailable(error: unknown): unknown {
+  return isDatabaseUnavailable(error) ? new ApiError('service_unavailable', 'The database is unavailable; retry shortly.', { cause: error }) : error;
+}
+
 function wrap(client: pg.Pool | pg.PoolClient): Queryable {
   return {
     async query<T>(sql: string, params: readonly SqlValue[] = []) {
-      const result = await client.query(sql, params as unknown[]);
-      return result.rows as T[];
+      try {
+        const result = await client.query(sql, params as unknown[]);
+        return result.rows as T[];
+      } catch (error) {
+        throw unavailable(error);
+      }
     },
     async exec(sql) {
-      await client.query(sql);
+      try {
+        await client.query(sql);
+      } catch (error) {
+        throw unavailable(error);
+      }
+    },
+  };
+}
+
+/** A client out of the pool. While it is out, the pool does not listen to it: a connection lost then
+ * would be an unhandled 'error' event and end the process. The statement in flight fails by itself. */
+async function checkOut(pool: pg.Pool): Promise<{ client: pg.PoolClient; release: (error?: unknown) => void }> {
+  let client: pg.PoolClient;
+  try {
+    client = await pool.connect();
+  } catch (error) {
+    throw unavailable(error);
+  }
+  let lost = false;
+  const onError = () => {
+    lost = true;
+  };
+  client.on('error', onError);
+  return {
+    client,
+    release(error) {
+      client.off('error', onError);
+      // A client whose connection is gone, or that failed mid-transaction, is discarded, not reused.
+      client.release(lost || (error !== undefined && isDatabaseUnavailable(error instanceof ApiError ? error.cause : error)) ? true : undefined);
     },
   };
 }
@@ -69,30 +121,38 @@ export async function openPostgres(connectionString: string, options: PostgresOp
     native: { engine: 'postgres', connectionString },
     ...queryable,
     async transaction(fn) {
-      const client = await pool.connect();
+      const { client, release } = await checkOut(pool);
+      const tx = wrap(client);
+      let failure: unknown;
       try {
-        await client.query('BEGIN');
-        const result = await fn(wrap(client));
-        await client.query('COMMIT');
+        await tx.exec('BEGIN');
+        const result = await fn(tx);
+        await tx.exec('COMMIT');
         return result;
       } catch (error) {
+        failure = error;
         await client.query('ROLLBACK').catch(() => undefined);
         throw error;
       } finally {
-        client.release();
+        release(failure);
       }
     },
     async withAdvisoryLock(key, fn) {
-      const client = await pool.connect();
+      const { client, release } = await checkOut(pool);
+      const locked = wrap(client);
+      let failure: unknown;
       try {
-        await client.query('SELECT pg_advisory_lock(hashtext($1))', [key]);
+        await locked.query('SELECT pg_advisory_lock(hashtext($1))', [key]);
         try {
           return await fn(connectionDb(client, db));
         } finally {
-          await client.query('SELECT pg_advisory_unlock(hashtext($1))', [key]);
+          await locked.query('SELECT pg_advisory_unlock(hashtext($1))', [key]);
         }
+      } catch (error) {
+        failure = error;
+        throw error;
       } finally {
-        client.release();
+        release(failure);
       }
     },
     listen(channel, handler, onReconnect) {

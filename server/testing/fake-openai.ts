@@ -7,10 +7,10 @@
 // What it answers is scripted: replies queued with `enqueue` are used first, in order; then `respond`
 // (a function of the request) decides; otherwise chat echoes the last user message, completions echo the
 // prompt, and embeddings are deterministic vectors of the text. A reply may be text, tool calls (several
-// make parallel calls), an error with a status and Retry-After, a hang (no answer until the client
-// leaves) or a stream that drops its connection midway. Timing is configurable per server and per reply:
-// latency before an answer (for streams, the time to the first token) and the gap between chunks (or a
-// token rate). Every request is recorded, with how its connection ended, so tests can prove that nothing
+// make parallel calls), an error with a status and Retry-After, raw bytes of any type, a hang (no answer
+// until the client leaves) or a stream that drops its connection midway. Timing is configurable per
+// server and per reply: latency before an answer (for streams, the time to the first token) and the gap
+// between chunks (or a token rate). Every request is recorded, with how its connection ended, so tests can prove that nothing
 // reached the upstream, or that a client's abort closed the upstream connection.
 // Token counts are words: the number of whitespace-separated pieces.
 import type { IncomingMessage, ServerResponse } from 'node:http';
@@ -35,6 +35,7 @@ export type FakeOpenAIReply = FakeTiming &
     | { error: { status: number; message?: string; type?: string; code?: string | null; retryAfter?: number | string } }
     | { hang: true }
     | { embedding: number[] }
+    | { /** Exactly these bytes, whatever was asked: HTML, an empty body, JSON of the wrong shape, an event stream to a plain call. */ raw: { status?: number; contentType?: string; body: string } }
   );
 
 export interface FakeOpenAIOptions extends FakeTiming {
@@ -253,6 +254,12 @@ export async function startFakeOpenAI(options: FakeOpenAIOptions = {}): Promise<
     if (reply && 'error' in reply) {
       if (reply.latencyMs) await sleep(reply.latencyMs);
       sendError(res, reply.error);
+      return;
+    }
+    if (reply && 'raw' in reply) {
+      if (reply.latencyMs) await sleep(reply.latencyMs);
+      res.writeHead(reply.raw.status ?? 200, reply.raw.contentType ? { 'Content-Type': reply.raw.contentType } : {});
+      res.end(reply.raw.body);
       return;
     }
     await route(body, reply, res);

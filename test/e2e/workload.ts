@@ -144,6 +144,15 @@ export interface Writers {
 }
 
 /** `workers` concurrent loops, each creating an agent, an API key, or a session by a JSON chat in turn. */
+/** A 503 that says nothing was done: the server's own (shutting down), or a load balancer's with no server to send to. */
+function refusal(text: string): boolean {
+  try {
+    return (JSON.parse(text) as { error?: { code?: string } }).error?.code === 'service_unavailable';
+  } catch {
+    return /503 Service Unavailable/i.test(text);
+  }
+}
+
 export function startWriters(url: string, apiKey: string, agentId: string, workers: number): Writers {
   const acknowledged: Acknowledged = { agents: [], apiKeys: [], chats: [] };
   const unexpected: string[] = [];
@@ -204,7 +213,7 @@ export function startWriters(url: string, apiKey: string, agentId: string, worke
       if (response.status === expected) {
         keep(JSON.parse(text) as never);
         notify();
-      } else if (response.status === 503 && (JSON.parse(text) as { error: { code: string } }).error.code === 'service_unavailable') {
+      } else if (response.status === 503 && refusal(text)) {
         refused += 1;
       } else {
         unexpected.push(`write ${kind} answered ${response.status}: ${text}`);

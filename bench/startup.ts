@@ -1,0 +1,204 @@
+// Start-up and memory at rest (targets 4 and 6): the server as `npm start` runs it (server/main.ts,
+// production mode) on the embedded default (PGlite in a fresh DATA_DIR) and on PostgreSQL (a fresh
+// database on BENCH_DATABASE_URL's server, postgres://postgres@127.0.0.1:5432/test by default; skipped when none
+// answers). Per engine: the first start (which creates and migrates the store), then three starts after
+// it, each timed from spawn to the first healthy GET /health; the RSS of the idle server 5 s after it is
+// healthy; and, through bench/memory-hook.ts, what that memory holds (the V8 heap, ArrayBuffers such as
+// PGlite's WebAssembly memory, the rest), the packages loaded, and a heap snapshot broken down by kind.
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { cpus, loadavg, tmpdir } from 'node:os';
+import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import pg from 'pg';
+import { freePort, spawnNode, untilHealthy } from '../server/testing/processes.ts';
+import { rssMb, table } from './gateway.ts';
+import type { BenchOptions, BenchSection } from './section.ts';
+
+const RESTARTS = 3;
+const IDLE_SECONDS = 5;
+const postgresUrl = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
+
+interface Start {
+  ms: number;
+  rssMb: number;
+}
+
+/** Starts the server, times it to healthy, optionally lets it idle and reports its memory, then stops it. */
+async function start(env: Record<string, string>, report?: string): Promise<Start & { memory?: MemoryReport }> {
+  const port = await freePort();
+  const url = `http://127.0.0.1:${port}`;
+  let written: (() => void) | undefined;
+  const begun = performance.now();
+  const proc = spawnNode([...(report ? ['--import', './bench/memory-hook.ts'] : []), 'server/main.ts'], { ...env, PORT: String(port), ...(report ? { MEMORY_REPORT_FILE: report } : {}) }, (line) => {
+    if (line.includes('memory report written')) written?.();
+  });
+  try {
+    await untilHealthy(url, proc.child);
+    const ms = performance.now() - begun;
+    if (!report) return { ms, rssMb: rssMb(proc.child.pid).now };
+    await sleep(IDLE_SECONDS * 1000);
+    const rss = rssMb(proc.child.pid).now;
+    const done = new Promise<void>((resolve) => (written = resolve));
+    proc.child.kill('SIGUSR2');
+    await done;
+    return { ms, rssMb: rss, memory: JSON.parse(readFileSync(report, 'utf8')) as MemoryReport };
+  } finally {
+    await proc.kill('SIGTERM');
+  }
+}
+
+interface MemoryReport {
+  memory: NodeJS.MemoryUsage;
+  heapSpaces: { name: string; usedBytes: number }[];
+  modules: Record<string, number>;
+  snapshot: string;
+}
+
+interface Snapshot {
+  snapshot: { meta: { node_fields: string[]; node_types: [string[], ...unknown[]] } };
+  nodes: number[];
+  strings: string[];
+}
+
+/** Self sizes in a heap snapshot, by node kind and, for objects, by constructor; in MB. */
+function breakDown(file: string) {
+  const snapshot = JSON.parse(readFileSync(file, 'utf8')) as Snapshot;
+  const fields = snapshot.snapshot.meta.node_fields;
+  const kinds = snapshot.snapshot.meta.node_types[0];
+  const width = fields.length;
+  const typeAt = fields.indexOf('type');
+  const nameAt = fields.indexOf('name');
+  const sizeAt = fields.indexOf('self_size');
+  const byKind = new Map<string, number>();
+  const byConstructor = new Map<string, number>();
+  let total = 0;
+  for (let i = 0; i < snapshot.nodes.length; i += width) {
+    const kind = kinds[snapshot.nodes[i + typeAt]!]!;
+    const size = snapshot.nodes[i + sizeAt]!;
+    total += size;
+    byKind.set(kind, (byKind.get(kind) ?? 0) + size);
+    if (kind === 'object' || kind === 'closure' || kind === 'array') {
+      const name = `${kind} ${snapshot.strings[snapshot.nodes[i + nameAt]!]}`;
+      byConstructor.set(name, (byConstructor.get(name) ?? 0) + size);
+    }
+  }
+  const top = (map: Map<string, number>, n: number) =>
+    [...map.entries()]
+      .sort((a, b) => b[1] - a[1])
+      .slice(0, n)
+      .map(([name, bytes]) => ({ name, mb: bytes / 1048576 }));
+  return { totalMb: total / 1048576, byKind: top(byKind, 12), byConstructor: top(byConstructor, 15) };
+}
+
+async function engineFigures(name: string, env: Record<string, string>, workDir: string) {
+  const first = await start(env);
+  const restarts: Start[] = [];
+  for (let i = 0; i < RESTARTS; i++) restarts.push(await start(env));
+  const idle = await start(env, path.join(workDir, `${name}-memory.json`));
+  const memory = idle.memory!;
+  const heap = breakDown(memory.snapshot);
+  rmSync(memory.snapshot, { force: true });
+  const mb = (bytes: number) => bytes / 1048576;
+  return {
+    engine: name,
+    firstStartMs: first.ms,
+    restartMs: restarts.map((r) => r.ms),
+    idleRssMb: idle.rssMb,
+    memoryMb: {
+      rss: mb(memory.memory.rss),
+      heapTotal: mb(memory.memory.heapTotal),
+      heapUsed: mb(memory.memory.heapUsed),
+      external: mb(memory.memory.external),
+      arrayBuffers: mb(memory.memory.arrayBuffers),
+    },
+    heapSpacesMb: Object.fromEntries(memory.heapSpaces.map((space) => [space.name, mb(space.usedBytes)])),
+    modules: memory.modules,
+    heap,
+  };
+}
+
+async function postgresReachable(): Promise<boolean> {
+  const client = new pg.Client({ connectionString: postgresUrl, connectionTimeoutMillis: 2000 });
+  try {
+    await client.connect();
+    await client.end();
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+async function run(_options: BenchOptions) {
+  const workDir = mkdtempSync(path.join(tmpdir(), 'oaa-bench-startup-'));
+  const loadBefore = loadavg()[0]!;
+  try {
+    const engines = [await engineFigures('pglite', { NODE_ENV: 'production', DATA_DIR: path.join(workDir, 'data') }, workDir)];
+    if (await postgresReachable()) {
+      const database = `oaa_bench_${process.pid}`;
+      const admin = new pg.Client({ connectionString: postgresUrl });
+      await admin.connect();
+      await admin.query(`CREATE DATABASE ${database}`);
+      try {
+        const url = new URL(postgresUrl);
+        url.pathname = `/${database}`;
+        engines.push(await engineFigures('postgres', { NODE_ENV: 'production', DATA_DIR: path.join(workDir, 'pgdata'), DATABASE_URL: url.href }, workDir));
+      } finally {
+        await admin.query(`DROP DATABASE ${database} WITH (FORCE)`);
+        await admin.end();
+      }
+    }
+    const loadAfter = loadavg()[0]!;
+    const f = (value: number) => value.toFixed(0);
+    const json = {
+      section: 'startup',
+      at: new Date().toISOString(),
+      machine: { cpus: cpus().length, cpu: cpus()[0]?.model, node: process.version, loadAverageBefore: loadBefore, loadAverageAfter: loadAfter },
+      engines,
+      targets: Object.fromEntries(
+        engines.flatMap((e): [string, { value: number; target: string; met: boolean }][] => [
+          [`idleRssMb_${e.engine}`, { value: e.idleRssMb, target: e.engine === 'pglite' ? '<= 300' : '<= 150', met: e.idleRssMb <= (e.engine === 'pglite' ? 300 : 150) }],
+          ...(e.engine === 'pglite'
+            ? [[`restartMs_${e.engine}`, { value: Math.max(...e.restartMs), target: '<= 3000', met: Math.max(...e.restartMs) <= 3000 }] as [string, { value: number; target: string; met: boolean }]]
+            : []),
+        ]),
+      ),
+    };
+    const lines = [
+      table(
+        ['engine', 'first start ms', 'restarts ms', 'idle RSS MB', 'V8 heap used MB', 'ArrayBuffers MB', 'external MB', 'rest of RSS MB'],
+        engines.map((e) => [
+          e.engine,
+          f(e.firstStartMs),
+          e.restartMs.map(f).join(' / '),
+          e.idleRssMb.toFixed(1),
+          e.memoryMb.heapUsed.toFixed(1),
+          e.memoryMb.arrayBuffers.toFixed(1),
+          e.memoryMb.external.toFixed(1),
+          (e.memoryMb.rss - e.memoryMb.heapTotal - e.memoryMb.external).toFixed(1),
+        ]),
+      ),
+    ];
+    for (const e of engines) {
+      lines.push(
+        '',
+        `${e.engine}: heap snapshot ${e.heap.totalMb.toFixed(1)} MB by kind: ${e.heap.byKind.map((k) => `${k.name} ${k.mb.toFixed(1)}`).join(', ')}`,
+        `${e.engine}: largest constructors: ${e.heap.byConstructor.slice(0, 8).map((k) => `${k.name} ${k.mb.toFixed(1)}`).join(', ')}`,
+        `${e.engine}: modules loaded by package: ${Object.entries(e.modules).slice(0, 20).map(([name, count]) => `${name} ${count}`).join(', ')}`,
+      );
+    }
+    lines.push(
+      '',
+      `load average ${loadBefore.toFixed(1)} before, ${loadAfter.toFixed(1)} after, on ${cpus().length} cores`,
+      ...Object.entries(json.targets).map(([name, t]) => `target: ${name} ${t.target}: ${t.value.toFixed(1)}, ${t.met ? 'met' : 'NOT met'}`),
+    );
+    return { report: lines.join('\n'), json };
+  } finally {
+    rmSync(workDir, { recursive: true, force: true });
+  }
+}
+
+export const section: BenchSection = {
+  name: 'startup',
+  description: 'Start-up time to a healthy /health (first start, then restarts) and idle memory, on PGlite and PostgreSQL, with what the memory holds.',
+  run,
+};

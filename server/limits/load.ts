@@ -1,0 +1,39 @@
+// Load shedding: when the event loop falls behind, new runs and model calls are refused (503 with
+// Retry-After) before they are started, so that what is already running (streams, runs, /health and
+// /ready, which no guard touches) keeps its share of the loop. The signal is the event loop's own delay:
+// the 99th percentile of the last half second's samples, or how late the sampling timer itself fired,
+// whichever is worse. A server whose loop is late by more than the threshold is past what it can serve.
+import { monitorEventLoopDelay } from 'node:perf_hooks';
+
+const WINDOW_MS = 500;
+
+export interface LoadMonitor {
+  /** The event loop's recent delay in milliseconds. */
+  delayMs(): number;
+  /** Whether new work should be refused now. */
+  overloaded(): boolean;
+  stop(): void;
+}
+
+/** `thresholdMs` 0 never sheds. */
+export function createLoadMonitor(thresholdMs: number): LoadMonitor {
+  const histogram = monitorEventLoopDelay({ resolution: 10 });
+  histogram.enable();
+  let recent = 0;
+  let expected = performance.now() + WINDOW_MS;
+  const timer = setInterval(() => {
+    const now = performance.now();
+    recent = Math.max(histogram.percentile(99) / 1e6, now - expected);
+    expected = now + WINDOW_MS;
+    histogram.reset();
+  }, WINDOW_MS);
+  timer.unref();
+  return {
+    delayMs: () => recent,
+    overloaded: () => thresholdMs > 0 && recent > thresholdMs,
+    stop() {
+      clearInterval(timer);
+      histogram.disable();
+    },
+  };
+}

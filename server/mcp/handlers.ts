@@ -1,0 +1,276 @@
+// This server as an MCP server at /mcp (Streamable HTTP), served by the official SDK: the 2026-07-28
+// revision (stateless requests) and, through the SDK's fallback, 2025-era clients (initialize, without
+// sessions). Its tools are the caller's: one per agent and per team (a message in, the reply with the run
+// and session ids out), knowledge_search, list_agents and get_run. The bearer credential is ours (an API
+// key or a session token); every call goes through the same store reads, rate limit and quotas as the
+// REST operation it mirrors, so another user's agents are neither listed nor callable.
+import express, { type Router } from 'express';
+import { toNodeHandler } from '@modelcontextprotocol/node';
+import { createMcpHandler, fromJsonSchema, McpServer, type CallToolResult } from '@modelcontextprotocol/server';
+import type { Logger } from 'pino';
+import type { PlanSpec } from '../billing/plans.ts';
+import { ApiError } from '../errors.ts';
+import { authenticateRequest, callerOf, type Authenticator, type Principal } from '../http/auth.ts';
+import type { Quotas } from '../limits/quotas.ts';
+import { rateLimited, rateLimitHeaders } from '../limits/rate-limiter.ts';
+import type { RequestLimits } from '../limits/request-limit.ts';
+import { chatTurn } from '../runs/chat.ts';
+import type { RunEngine, RunHandle, TeamTurnInput, TurnOptions } from '../runs/engine.ts';
+import { toRun, type RunStore } from '../runs/store.ts';
+import { agentTurn, teamTurn } from '../runs/turns.ts';
+import type { AgentStore } from '../agents/agents.ts';
+import type { TeamStore } from '../teams/teams.ts';
+import type { Knowledge } from '../knowledge/service.ts';
+
+export interface McpEndpointDeps {
+  publicUrl: string;
+  /** Browser origins allowed besides PUBLIC_URL's own (CORS_ORIGINS). */
+  corsOrigins: string[];
+  bodyLimitBytes: number;
+  authenticator: Authenticator;
+  agents: AgentStore;
+  teams: TeamStore;
+  runs: RunStore;
+  engine: RunEngine;
+  teamRunner: { startTeamTurn(input: TeamTurnInput, options: TurnOptions): Promise<RunHandle> };
+  knowledge: Pick<Knowledge, 'search'>;
+  planOf(userId: string): Promise<PlanSpec>;
+  requestLimits: RequestLimits;
+  quotas: Quotas;
+  logger: Logger;
+}
+
+/** At most this many agents and teams become tools; list_agents pages through the rest. */
+const MAX_TOOLS = 200;
+
+type Json = Record<string, unknown>;
+
+const text = (value: string, structured?: Json): CallToolResult => ({
+  content: [{ type: 'text', text: value }],
+  ...(structured ? { structuredContent: structured } : {}),
+});
+
+const failure = (message: string): CallToolResult => ({ content: [{ type: 'text', text: message }], isError: true });
+
+/** An ApiError (not found, quota, rate limit, bad input) is the tool's error; anything else is logged. */
+async function answer(logger: Logger, work: () => Promise<CallToolResult>): Promise<CallToolResult> {
+  try {
+    return await work();
+  } catch (error) {
+    if (error instanceof ApiError) return failure(`${error.code}: ${error.message}`);
+    logger.error({ err: error }, 'an MCP tool call failed');
+    return failure('internal_error: the call failed unexpectedly.');
+  }
+}
+
+const chatInput = fromJsonSchema<{ message: string; session_id?: string }>({
+  type: 'object',
+  properties: {
+    message: { type: 'string', minLength: 1, maxLength: 32000, description: 'What to say.' },
+    session_id: { type: 'string', description: 'Continue this session (from an earlier reply); a new one when omitted.' },
+  },
+  required: ['message'],
+  additionalProperties: false,
+});
+const chatOutput = fromJsonSchema<Json>({
+  type: 'object',
+  properties: {
+    reply: { type: ['string', 'null'] },
+    status: { type: 'string' },
+    run_id: { type: 'string' },
+    session_id: { type: 'string' },
+  },
+  required: ['reply', 'status', 'run_id', 'session_id'],
+});
+
+async function allOf<T extends { id: string }>(list: (request: { limit: number; after?: string }) => Promise<{ data: T[]; has_more: boolean }>): Promise<T[]> {
+  const items: T[] = [];
+  let after: string | undefined;
+  for (;;) {
+    const page = await list({ limit: 100, ...(after ? { after } : {}) });
+    items.push(...page.data);
+    if (!page.has_more || items.length >= MAX_TOOLS || page.data.length === 0) break;
+    after = page.data[page.data.length - 1]!.id;
+  }
+  return items.slice(0, MAX_TOOLS).sort((a, b) => a.id.localeCompare(b.id));
+}
+
+/** The caller's MCP server: built per request, as the tools are the caller's agents and teams. */
+async function serverFor(principal: Principal, deps: McpEndpointDeps): Promise<McpServer> {
+  const caller = callerOf(principal);
+  const server = new McpServer(
+    { name: 'open-agent-api', version: '1.0.0' },
+    { instructions: "Tools to talk to this user's agents and teams, search their knowledge and read runs." },
+  );
+  const [agents, teams] = await Promise.all([
+    allOf((request) => deps.agents.list(caller.userId, request)),
+    allOf((request) => deps.teams.list(caller.userId, request)),
+  ]);
+  const runQuota = async () => {
+    await deps.quotas.enforce(caller.userId, await deps.planOf(caller.userId), ['tokens_per_month', 'runs_per_day']);
+  };
+  const chat = async (start: ReturnType<typeof agentTurn>, args: { message: string; session_id?: string }, signal: AbortSignal) => {
+    await runQuota();
+    const turn = await chatTurn(caller, { messages: [{ role: 'user', content: args.message }], ...(args.session_id ? { session_id: args.session_id } : {}) }, { stream: false, signal }, start);
+    if (!('body' in turn)) throw new Error('a blocking turn answered a stream');
+    const body = turn.body;
+    const content = body.message?.content;
+    const reply = typeof content === 'string' ? content : content ? JSON.stringify(content) : null;
+    const structured = { reply, status: body.status, run_id: body.run_id, session_id: body.session_id };
+    if (body.status === 'requires_action') {
+      return text(
+        `The run ${body.run_id} waits for client-side tools or approvals (${body.required_action?.tool_calls.map((call) => call.function.name).join(', ')}); answer them through the HTTP API with session ${body.session_id}.`,
+        structured,
+      );
+    }
+    return text(reply ?? '', structured);
+  };
+
+  server.registerTool(
+    'list_agents',
+    { title: 'List agents', description: "Lists the caller's agents and teams with their ids.", inputSchema: fromJsonSchema<Json>({ type: 'object', properties: {} }) },
+    () =>
+      answer(deps.logger, async () => {
+        const listing = {
+          agents: agents.map((agent) => ({ id: agent.id, name: agent.name, description: agent.description, model: agent.model })),
+          teams: teams.map((team) => ({ id: team.id, name: team.name, description: team.description })),
+        };
+        return text(JSON.stringify(listing), listing);
+      }),
+  );
+  server.registerTool(
+    'get_run',
+    {
+      title: 'Read a run',
+      description: 'A run by id: its status, usage, error and what it waits for.',
+      inputSchema: fromJsonSchema<{ run_id: string }>({ type: 'object', properties: { run_id: { type: 'string' } }, required: ['run_id'] }),
+    },
+    (args) =>
+      answer(deps.logger, async () => {
+        const run = toRun(await deps.runs.get(caller.userId, args.run_id));
+        return text(JSON.stringify(run), run as unknown as Json);
+      }),
+  );
+  server.registerTool(
+    'knowledge_search',
+    {
+      title: 'Search knowledge',
+      description: "Searches the caller's knowledge documents and returns the most relevant passages.",
+      inputSchema: fromJsonSchema<{ query: string; top_k?: number; collections?: string[] }>({
+        type: 'object',
+        properties: {
+          query: { type: 'string', minLength: 1 },
+          top_k: { type: 'integer', minimum: 1, maximum: 50 },
+          collections: { type: 'array', items: { type: 'string' } },
+        },
+        required: ['query'],
+      }),
+    },
+    (args, ctx) =>
+      answer(deps.logger, async () => {
+        const found = await deps.knowledge.search(
+          caller.userId,
+          { query: args.query, top_k: args.top_k ?? 5, collections: args.collections?.length ? args.collections : undefined },
+          { apiKeyId: caller.apiKeyId, signal: ctx.mcpReq.signal },
+        );
+        const result = { query: args.query, results: found.results };
+        return text(JSON.stringify(result), result as unknown as Json);
+      }),
+  );
+  for (const agent of agents) {
+    server.registerTool(
+      `agent_${agent.id}`,
+      {
+        title: agent.name,
+        description: `Talk to the agent "${agent.name}"${agent.description ? `: ${agent.description}` : ''}. Returns its reply with the run and session ids.`,
+        inputSchema: chatInput,
+        outputSchema: chatOutput,
+      },
+      (args, ctx) => answer(deps.logger, () => chat(agentTurn(deps.engine, agent.id), args, ctx.mcpReq.signal)),
+    );
+  }
+  for (const team of teams) {
+    server.registerTool(
+      `team_${team.id}`,
+      {
+        title: team.name,
+        description: `Talk to the team "${team.name}"${team.description ? `: ${team.description}` : ''}. Returns its reply with the run and session ids.`,
+        inputSchema: chatInput,
+        outputSchema: chatOutput,
+      },
+      (args, ctx) => answer(deps.logger, () => chat(teamTurn(deps.teamRunner, team.id), args, ctx.mcpReq.signal)),
+    );
+  }
+  return server;
+}
+
+/** The MCP endpoint and its RFC 9728 Protected Resource Metadata. */
+export function mcpEndpoint(deps: McpEndpointDeps): Router {
+  const router = express.Router();
+  const resource = new URL('/mcp', deps.publicUrl).href;
+  const metadataUrl = new URL('/.well-known/oauth-protected-resource/mcp', deps.publicUrl).href;
+  const metadata = {
+    resource,
+    // Our credentials are issued by this server itself (API keys, and session tokens from its sign-in).
+    authorization_servers: [new URL('/', deps.publicUrl).href],
+    bearer_methods_supported: ['header'],
+    resource_name: 'Open Agent API',
+    resource_documentation: new URL('/docs', deps.publicUrl).href,
+  };
+  router.get(['/.well-known/oauth-protected-resource', '/.well-known/oauth-protected-resource/mcp'], (_req, res) => {
+    res.json(metadata);
+  });
+
+  const handler = createMcpHandler((ctx) => serverFor(ctx.authInfo!.extra!.principal as Principal, deps), {
+    onerror: (error) => deps.logger.debug({ err: error }, 'an MCP request was refused'),
+  });
+  const node = toNodeHandler(handler);
+  const challenge = (error: string | undefined) => `Bearer resource_metadata="${metadataUrl}"${error ? `, error="${error}"` : ''}`;
+
+  const publicOrigin = new URL(deps.publicUrl).origin;
+  const LOOPBACK = new Set(['localhost', '127.0.0.1', '[::1]']);
+  // A server on a loopback address (development) takes any loopback origin, whatever port the page has.
+  const loopbackServer = LOOPBACK.has(new URL(deps.publicUrl).hostname);
+  const allowedOrigin = (origin: string) => {
+    if (origin === publicOrigin || deps.corsOrigins.includes(origin) || deps.corsOrigins.includes('*')) return true;
+    try {
+      return loopbackServer && LOOPBACK.has(new URL(origin).hostname);
+    } catch {
+      return false;
+    }
+  };
+  router.all('/mcp', express.json({ limit: deps.bodyLimitBytes }), async (req, res, next) => {
+    try {
+      // A web page elsewhere must not drive the endpoint through a browser (DNS rebinding): the spec asks
+      // servers to check Origin.
+      const origin = req.headers.origin;
+      if (origin !== undefined && !allowedOrigin(origin)) {
+        throw new ApiError('forbidden', `Requests from the origin ${origin} are not allowed here.`);
+      }
+      let principal: Principal;
+      try {
+        principal = await authenticateRequest(req, deps.authenticator);
+      } catch (error) {
+        if (!(error instanceof ApiError) || error.code !== 'unauthorized') throw error;
+        const sent = req.headers.authorization !== undefined || req.headers['x-api-key'] !== undefined;
+        throw new ApiError('unauthorized', error.message, { headers: { 'WWW-Authenticate': challenge(sent ? 'invalid_token' : undefined) } });
+      }
+      // One MCP request counts as one API request against the caller's rate limit.
+      const limited = await deps.requestLimits.consume(principal.userId, await deps.planOf(principal.userId));
+      if (limited) {
+        for (const [name, value] of Object.entries(rateLimitHeaders(limited))) res.setHeader(name, value);
+        if (!limited.allowed) throw rateLimited(limited, 'requests');
+      }
+      (req as typeof req & { auth?: unknown }).auth = {
+        token: 'bearer',
+        clientId: principal.userId,
+        scopes: [],
+        extra: { principal },
+      };
+      await node(req, res, req.body);
+    } catch (error) {
+      next(error);
+    }
+  });
+  return router;
+}
