@@ -277,6 +277,12 @@ describe.each(await availableEngines())('A2A (%s)', (engine) => {
       expect(await unauthenticated.json()).toMatchObject({ jsonrpc: '2.0', id: null, error: { code: -32600 } });
     });
 
+    it('answers the methods of capabilities the card does not declare as A2A asks', async () => {
+      expect((await rpc({ jsonrpc: '2.0', id: 1, method: 'CreateTaskPushNotificationConfig', params: { taskId: 'run_x', url: 'https://example.com/hook' } })).body.error?.code).toBe(-32003);
+      expect((await rpc({ jsonrpc: '2.0', id: 2, method: 'GetExtendedAgentCard' })).body.error?.code).toBe(-32004);
+      expect((await rpc({ jsonrpc: '2.0', id: 3, method: 'tasks/pushNotificationConfig/set', params: {} }, {})).body.error?.code).toBe(-32003);
+    });
+
     it('refuses bytes the agent cannot read as ContentTypeNotSupported', async () => {
       const answer = await rpc({ jsonrpc: '2.0', id: 1, method: 'SendMessage', params: { message: { messageId: 'm', role: 'ROLE_USER', parts: [{ raw: 'AAEC', mediaType: 'application/octet-stream' }] } } });
       expect(answer.body.error?.code).toBe(-32005);

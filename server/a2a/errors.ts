@@ -85,6 +85,16 @@ export const JSON_RPC_METHODS = [
   'tasks/get',
   'tasks/cancel',
   'tasks/resubscribe',
+  'CreateTaskPushNotificationConfig',
+  'GetTaskPushNotificationConfig',
+  'ListTaskPushNotificationConfigs',
+  'DeleteTaskPushNotificationConfig',
+  'GetExtendedAgentCard',
+  'tasks/pushNotificationConfig/set',
+  'tasks/pushNotificationConfig/get',
+  'tasks/pushNotificationConfig/list',
+  'tasks/pushNotificationConfig/delete',
+  'agent/getAuthenticatedExtendedCard',
 ] as const;
 
 /** The JSON-RPC code of an error that is not A2A's own. */

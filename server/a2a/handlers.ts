@@ -110,6 +110,14 @@ export function a2aHandlers(deps: A2aDeps, contract: Pick<Contract, 'version'>) 
           return answer(v03.taskOut(await tasks.cancel(caller, target, body.params.id)));
         case 'tasks/resubscribe':
           return stream(await tasks.subscribe(caller, target, body.params.id, signal), v03.eventOut);
+        // Capabilities the card does not declare, answered as A2A asks for them.
+        case 'GetExtendedAgentCard':
+        case 'agent/getAuthenticatedExtendedCard':
+          await tasks.ownTarget(caller.userId, target);
+          throw new A2aError('UnsupportedOperation', 'This agent has no extended card; its public card says all there is.');
+        default:
+          await tasks.ownTarget(caller.userId, target);
+          throw new A2aError('PushNotificationNotSupported', 'This agent does not send push notifications; stream or poll the task instead.');
       }
     },
 

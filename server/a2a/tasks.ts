@@ -200,6 +200,8 @@ export function createA2aTasks(deps: A2aTaskDeps) {
   }
 
   return {
+    ownTarget: deps.ownTarget,
+
     /** SendMessage: blocks until the task ends or asks for input, or answers at once with `returnImmediately`. */
     async send(caller: Caller, targetId: string, request: A2aSendMessageRequest): Promise<A2aTask> {
       const handle = await startTurn(caller, targetId, request);
