@@ -85,6 +85,8 @@ describe.each(await availableEngines())('agents with MCP servers on %s', (engine
       body: { session_id: halted.session_id, messages: [{ role: 'tool', tool_call_id: call.id, content: 'fine' }] },
     });
     expect(wrong.response.status).toBe(400);
+    const silent = await user.client.POST('/v1/agents/{agentId}/chat', { params: { path: { agentId: agent.id } }, body: { session_id: halted.session_id, messages: [] } });
+    expect(silent.response.status).toBe(400);
 
     const done = await chat(agent.id, { session_id: halted.session_id, messages: [], approvals: [{ tool_call_id: call.id, decision: 'approve' }] });
     expect(done.status).toBe('completed');
@@ -180,6 +182,21 @@ describe.each(await availableEngines())('agents with MCP servers on %s', (engine
     // The unreachable server's tools are simply not offered; the run still completes.
     const unreachable = await chat(agent.id, { messages: [{ role: 'user', content: 'gone__anything' }] });
     expect(unreachable.status).toBe('completed');
+  });
+
+  it('shows MCP calls as mcp_call / mcp_call_output in the AgentScope projection', async () => {
+    const agent = await createAgent({ mcp_servers: [{ name: 'counter', url: `${mcp.url}/counter`, approval: 'always_allow' }] });
+    const response = await fetch(`${server.url}/v1/agents/${agent.id}/process`, {
+      method: 'POST',
+      headers: { Authorization: `Bearer ${user.apiKey}`, 'Content-Type': 'application/json' },
+      body: JSON.stringify({ input: [{ role: 'user', type: 'message', content: [{ type: 'text', text: 'counter__peek' }] }], stream: false }),
+    });
+    expect(response.status).toBe(200);
+    const body = (await response.json()) as { status: string; output: { type: string; content: { data?: Record<string, unknown> }[] }[] };
+    expect(body.status).toBe('completed');
+    const call = body.output.find((message) => message.type === 'mcp_call');
+    expect(call?.content[0]?.data).toMatchObject({ name: 'counter__peek', server_label: 'counter' });
+    expect(body.output.find((message) => message.type === 'mcp_call_output')?.content[0]?.data?.output).toContain('count is');
   });
 
   it('takes MCP servers on a chat request too', async () => {

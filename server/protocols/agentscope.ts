@@ -179,6 +179,8 @@ export class AgentScopeProjection {
   #sequence = 0;
   #response: AgentScopeResponse;
   #output: AgentScopeMessage[] = [];
+  /** Calls of this turn that went to remote MCP servers. */
+  #mcpCalls = new Set<string>();
   #open = new Map<string, { id: string; metadata: Record<string, unknown> | null }>();
   finished = false;
 
@@ -251,14 +253,26 @@ export class AgentScopeProjection {
         return out;
       }
       case 'ToolCallStarted':
+        // A remote MCP server's tool is the protocol's mcp_call, labelled with the server.
+        if (event.mcp) this.#mcpCalls.add(event.tool_call.id);
         return this.#wholeMessage(
-          'plugin_call',
+          event.mcp ? 'mcp_call' : 'plugin_call',
           'assistant',
-          { call_id: event.tool_call.id, name: event.tool_call.function.name, arguments: event.tool_call.function.arguments },
+          {
+            call_id: event.tool_call.id,
+            name: event.tool_call.function.name,
+            arguments: event.tool_call.function.arguments,
+            ...(event.mcp ? { server_label: event.mcp.server } : {}),
+          },
           metadataOf(event),
         );
       case 'ToolCallCompleted':
-        return this.#wholeMessage('plugin_call_output', 'tool', { call_id: event.tool_call_id, name: event.name, output: event.output }, metadataOf(event));
+        return this.#wholeMessage(
+          this.#mcpCalls.has(event.tool_call_id) ? 'mcp_call_output' : 'plugin_call_output',
+          'tool',
+          { call_id: event.tool_call_id, name: event.name, output: event.output },
+          metadataOf(event),
+        );
       case 'ToolRequest': {
         const out = event.tool_calls.flatMap((call) =>
           this.#wholeMessage('function_call', 'assistant', { call_id: call.id, name: call.function.name, arguments: call.function.arguments }, metadataOf(event)),

@@ -3,6 +3,7 @@
 import type { components } from '../../generated/openapi.gen.ts';
 import type { SseFrame } from '../../generated/server.gen.ts';
 import { toFrame, type RunEvent } from './events.ts';
+import { ApiError } from '../errors.ts';
 import { requestMcpServer } from '../mcp/config.ts';
 import type { Caller } from './tools.ts';
 import { collectTurn, succeeded, type StartTurn } from './turns.ts';
@@ -17,6 +18,12 @@ export type ChatAnswer = { status: 200; stream: AsyncIterable<SseFrame<RunEvent>
  * running; a blocking client cannot, so the run is cancelled when it goes away (`signal`).
  */
 export async function chatTurn(caller: Caller, body: ChatRequest, options: { stream: boolean; signal: AbortSignal }, start: StartTurn): Promise<ChatAnswer> {
+  // The contract lets `messages` be empty only for a turn that answers approvals.
+  if (body.messages.length === 0 && !body.approvals?.length) {
+    throw new ApiError('invalid_request', 'A turn needs at least one message, unless it answers approvals.', {
+      details: [{ field: 'messages', message: 'must not be empty' }],
+    });
+  }
   const handle = await start(
     {
       ...caller,

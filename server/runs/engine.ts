@@ -250,7 +250,7 @@ export function createRunEngine(deps: EngineDeps): RunEngine {
       // A new session's first messages were checked as a transcript; later ones must fit what is pending.
       const action = pending?.required_action;
       if (!fresh) checkNewMessages(input.conversation.messages, clientCalls(action?.tool_calls, action?.approvals));
-      checkApprovals(input.approvals ?? [], action?.approvals, input.conversation.messages);
+      checkApprovals(input.approvals ?? [], action?.approvals);
       if (pending) {
         return { open: await lifecycle.resume(pending.id, { watch: true, stateless }), toMember: turn.resultsGoToMember?.(pending) === true };
       }

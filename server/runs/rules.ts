@@ -85,11 +85,8 @@ export function mergeClientTools(own: FunctionTool[], requested: FunctionTool[])
   return [...own.filter((tool) => !names.has(tool.function.name)), ...requested];
 }
 
-/**
- * The answers to the approvals a run waits for: exactly one per pending approval, and none when it waits
- * for none. A turn with no messages must be such an answer.
- */
-export function checkApprovals(answers: ApprovalAnswer[], pending: ApprovalRequest[] | undefined, messages: ChatMessage[]): void {
+/** The answers to the approvals a run waits for: exactly one per pending approval, and none when it waits for none. */
+export function checkApprovals(answers: ApprovalAnswer[], pending: ApprovalRequest[] | undefined): void {
   const expected = new Set((pending ?? []).map((request) => request.tool_call_id));
   const answered = new Set<string>();
   answers.forEach((answer, index) => {
@@ -104,11 +101,6 @@ export function checkApprovals(answers: ApprovalAnswer[], pending: ApprovalReque
   if (missing.length > 0) {
     throw new ApiError('invalid_request', `The run waits for approval of: ${missing.join(', ')}; answer each in \`approvals\`.`, {
       details: missing.map((id) => ({ field: 'approvals', message: `no decision for ${id}` })),
-    });
-  }
-  if (messages.length === 0 && answers.length === 0) {
-    throw new ApiError('invalid_request', 'A turn needs at least one message, unless it answers approvals.', {
-      details: [{ field: 'messages', message: 'must not be empty' }],
     });
   }
 }
