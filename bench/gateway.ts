@@ -10,7 +10,8 @@
 // 16 and 64, in the same run.
 // Latencies are taken per response at sub-millisecond resolution (autocannon's own histogram rounds to
 // whole milliseconds). Streaming is probed one request at a time: time to the first content chunk and
-// the gap between chunks, directly and through the server. With --profile, a second pass takes a V8 CPU
+// the gap between chunks, directly and through the server. A Responses row: POST /v1/responses (a run with
+// its stored events and response row) at concurrency 1, beside chat completions. With --profile, a second pass takes a V8 CPU
 // profile of the warmed-up server under load and reports where its CPU time goes per request.
 import type { ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -51,6 +52,7 @@ const PROFILE_CONCURRENCY = Number(process.env.BENCH_PROFILE_CONCURRENCY ?? 16);
 const extraServerEnv = JSON.parse(process.env.BENCH_SERVER_ENV ?? '{}') as Record<string, string>;
 const UPSTREAM_CHUNK_GAP_MS = 2;
 const CHAT_BODY = JSON.stringify({ model: 'gpt-bench', messages: [{ role: 'user', content: 'Hello, benchmark. How much does the gateway add?' }] });
+const RESPONSES_BODY = JSON.stringify({ model: 'gpt-bench', input: 'Hello, benchmark. How much does the gateway add?' });
 const STREAM_BODY = JSON.stringify({
   model: 'gpt-bench',
   stream: true,
@@ -123,10 +125,10 @@ interface LoadFigures {
   failed: number;
 }
 
-async function load(url: string, headers: Record<string, string>, connections: number, duration: number): Promise<LoadFigures> {
+async function load(url: string, headers: Record<string, string>, connections: number, duration: number, body = CHAT_BODY): Promise<LoadFigures> {
   const latencies: number[] = [];
   let failed = 0;
-  const instance = autocannon({ url, method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: CHAT_BODY, connections, duration });
+  const instance = autocannon({ url, method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body, connections, duration });
   instance.on('response', (_client, status, _bytes, ms) => {
     if (status >= 200 && status < 300) latencies.push(ms);
     else failed++;
@@ -134,6 +136,17 @@ async function load(url: string, headers: Record<string, string>, connections: n
   const result = await instance;
   latencies.sort((a, b) => a - b);
   return { completed: latencies.length, rps: latencies.length / result.duration, p50: percentile(latencies, 50), p99: percentile(latencies, 99), failed: failed + result.errors + result.timeouts };
+}
+
+/** An agent of the benchmark's upstream model, with nothing of its own, so that `agent:<id>` is a bare run. */
+async function createAgent(url: string, apiKey: string): Promise<string> {
+  const response = await fetch(`${url}/v1/agents`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ name: 'bench', model: 'gpt-bench' }),
+  });
+  if (response.status !== 201) throw new Error(`creating the bench agent answered ${response.status}`);
+  return ((await response.json()) as { id: string }).id;
 }
 
 interface StreamFigures {
@@ -324,6 +337,18 @@ async function run(options: BenchOptions) {
       runs.push({ concurrency, ...figures });
     }
 
+    // The Responses API over the same upstream: every response is a run, stored with its events; beside
+    // it, a run through chat completions (an agent of that model as `agent:<id>`), to tell the run's cost
+    // from the Responses projection's.
+    const auth = { authorization: `Bearer ${apiKey}` };
+    const responsesUrl = `${server.url}/v1/responses`;
+    await load(responsesUrl, auth, 1, 2, RESPONSES_BODY);
+    const responsesC1 = await load(responsesUrl, auth, 1, duration, RESPONSES_BODY);
+    const agentId = await createAgent(server.url, apiKey);
+    const agentBody = JSON.stringify({ model: `agent:${agentId}`, messages: JSON.parse(CHAT_BODY).messages });
+    await load(`${server.url}/v1/chat/completions`, auth, 1, 2, agentBody);
+    const agentChatC1 = await load(`${server.url}/v1/chat/completions`, auth, 1, duration, agentBody);
+
     const streamDirect = await probeStreams(`${upstream.url}/chat/completions`, {}, STREAM_ITERATIONS);
     const streamServer = await probeStreams(`${server.url}/v1/chat/completions`, { authorization: `Bearer ${apiKey}` }, STREAM_ITERATIONS);
     const rss = rssMb(server.child.pid);
@@ -369,6 +394,13 @@ async function run(options: BenchOptions) {
         serverToProxyRps: r.server.rps / r.proxy.rps,
         serverToPartsRps: serverToParts(r),
       })),
+      responses: {
+        c1: responsesC1,
+        agentChatC1,
+        addedOverAgentChatP50Ms: responsesC1.p50 - agentChatC1.p50,
+        addedOverChatP50Ms: responsesC1.p50 - c1.server.p50,
+        addedOverDirectP50Ms: responsesC1.p50 - c1.direct.p50,
+      },
       streaming: {
         direct: streamDirect,
         server: streamServer,
@@ -418,6 +450,17 @@ async function run(options: BenchOptions) {
           ['added', ms(json.streaming.addedTtftMs), ms(json.streaming.addedGapP50Ms), ms(json.streaming.addedGapP99Ms)],
         ],
       ),
+      '',
+      table(
+        ['c=1 through the server', 'req/s', 'p50 ms', 'p99 ms', 'added p50 ms over direct', 'failed'],
+        [
+          ['POST /v1/chat/completions', c1.server.rps.toFixed(0), ms(c1.server.p50), ms(c1.server.p99), ms(c1.server.p50 - c1.direct.p50), c1.server.failed],
+          ['POST /v1/chat/completions agent:', agentChatC1.rps.toFixed(0), ms(agentChatC1.p50), ms(agentChatC1.p99), ms(agentChatC1.p50 - c1.direct.p50), agentChatC1.failed],
+          ['POST /v1/responses', responsesC1.rps.toFixed(0), ms(responsesC1.p50), ms(responsesC1.p99), ms(json.responses.addedOverDirectP50Ms), responsesC1.failed],
+        ],
+      ),
+      `the Responses API adds ${ms(json.responses.addedOverChatP50Ms)} ms p50 over chat completions at c=1 (a run, its events and its response stored), ` +
+        `${ms(json.responses.addedOverAgentChatP50Ms)} ms over a run through chat completions (agent:)`,
       '',
       `server RSS: ${startupRss.now} MB after start-up (peak ${startupRss.peak} MB while starting), ` +
         (peakIsForTheRun ? `peak ${rss.peak} MB under load` : `peak ${rss.peak} MB including start-up`),

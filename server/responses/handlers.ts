@@ -46,7 +46,10 @@ export function responseHandlers(deps: ResponsesDeps) {
       const started = await responses.create(callerOf(auth), body, { stream, signal });
       if (started.events) return { status: 200, stream: framesOf(started.events) };
       if (body.background) return { status: 200, body: started.response };
-      return { status: 200, body: await started.done };
+      // A client waiting for the answer gets a failure as an error, as OpenAI's do; the failed response stays retrievable.
+      const { response, failure } = await started.done;
+      if (failure) throw new ApiError(failure.code, failure.message, { details: [{ message: `Response ${response.id} failed; it can be retrieved.` }] });
+      return { status: 200, body: response };
     },
 
     async getResponse({ auth, params, query, signal }) {

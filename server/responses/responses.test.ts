@@ -197,6 +197,18 @@ describe.each(await availableEngines())('the Responses API on %s', (engine) => {
     await expect(openai.responses.create({ model: 'nope', input: 'x' })).rejects.toMatchObject({ status: 404, param: 'model' });
   });
 
+  it('answers a failed run as an error to a waiting client and keeps the failed response; store: false is not kept', async () => {
+    upstream.enqueue({ error: { status: 500, message: 'upstream broke' } }, { error: { status: 500, message: 'upstream broke' } }, { error: { status: 500, message: 'upstream broke' } });
+    const failed = await openai.responses.create({ model: 'scripted', input: 'Fail.' }).catch((error: unknown) => error);
+    expect(failed).toBeInstanceOf(OpenAI.APIError);
+    expect((failed as InstanceType<typeof OpenAI.APIError>).status).toBeGreaterThanOrEqual(500);
+    upstream.reset();
+    const unkept = await openai.responses.create({ model: 'local', input: 'Forget me.', store: false });
+    expect((unkept as unknown as { store: boolean }).store).toBe(false);
+    await expect(openai.responses.retrieve(unkept.id)).rejects.toMatchObject({ status: 404 });
+    await expect(openai.responses.create({ model: 'local', input: 'x', previous_response_id: unkept.id })).rejects.toMatchObject({ status: 404 });
+  });
+
   it("answers another user's response and conversation as missing", async () => {
     const mine = await openai.responses.create({ model: 'local', input: 'Mine.' });
     const conversation = await openai.conversations.create({});

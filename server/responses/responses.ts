@@ -12,7 +12,7 @@ import type { RunEngine, RunHandle, TeamTurnInput, TurnInput, TurnOptions } from
 import type { RunEvent } from '../runs/events.ts';
 import { runLoop } from '../runs/loop.ts';
 import { AsyncQueue } from '../runs/queue.ts';
-import type { RunStore } from '../runs/store.ts';
+import type { RunErrorInfo, RunStore } from '../runs/store.ts';
 import type { Caller } from '../runs/tools.ts';
 import type { TeamStore } from '../teams/teams.ts';
 import type { Db } from '../store/db.ts';
@@ -43,8 +43,8 @@ export interface ResponsesDeps {
 export interface StartedResponse {
   response: ResponseObject;
   events: AsyncIterable<StreamEvent> | undefined;
-  /** Resolves with the finished response. */
-  done: Promise<ResponseObject>;
+  /** Resolves with the finished response, and the run's own error when it failed. */
+  done: Promise<{ response: ResponseObject; failure: RunErrorInfo | undefined }>;
 }
 
 type Target = { kind: 'agent' | 'team'; id: string } | { kind: 'model'; id: string };
@@ -255,8 +255,12 @@ export function createResponses(deps: ResponsesDeps) {
       const projector = new ResponseProjector(baseOf(row));
       const live = options.stream ? new AsyncQueue<StreamEvent>() : undefined;
       const done = (async () => {
+        let failure: RunErrorInfo | undefined;
         try {
-          for await (const event of handle.events) for (const streamed of projector.add(event)) live?.push(streamed);
+          for await (const event of handle.events) {
+            if (event.type === 'RunError') failure = event.error;
+            for (const streamed of projector.add(event)) live?.push(streamed);
+          }
         } finally {
           live?.close();
         }
@@ -267,7 +271,7 @@ export function createResponses(deps: ResponsesDeps) {
         } catch (error) {
           deps.logger.error({ err: error, responseId: row.id }, 'keeping the output of a response failed');
         }
-        return response;
+        return { response, failure };
       })();
       // Nobody may be waiting (a background response); the failure is logged, not lost.
       done.catch((error: unknown) => deps.logger.error({ err: error, responseId: row.id }, 'a response run failed'));
