@@ -62,6 +62,17 @@ describe.each(await availableEngines())('background responses on %s', (engine) =
     expect(events.at(-1)).toMatchObject({ type: 'response.incomplete', response: { status: 'cancelled' } });
   });
 
+  it('cancels from another server than the one running it: the answer shows it cancelled and the upstream call is closed', async () => {
+    upstream.enqueue({ hang: true });
+    const before = upstream.requests.length;
+    const started = await client(home).responses.create({ model: 'scripted', input: 'Wait here.', background: true });
+    const call = await upstream.waitForRequest(before + 1);
+    const cancelled = await client(other).responses.cancel(started.id);
+    expect(cancelled.status).toBe('cancelled');
+    await expect(call.outcome).resolves.toBe('aborted');
+    expect((await client(home).responses.retrieve(started.id)).status).toBe('cancelled');
+  });
+
   it('fails a response whose server died, readable on the server that is left', async () => {
     const doomed = await startTestServer({ engine, env: { ...unlimitedPlanEnv(), OPENAI_BASE_URL: upstream.url }, shareDatabaseWith: home });
     upstream.enqueue({ hang: true });
