@@ -40,6 +40,8 @@ export interface Config {
   /** How long an API key that authenticated is trusted from memory; a revocation reaches other instances within it. */
   apiKeyCacheSeconds: number;
   smtpUrl: string | undefined;
+  /** The deadline of each SMTP step (connecting, the greeting, any answer); past it the mail fails with 503. */
+  smtpTimeoutMs: number;
   mailFrom: string;
   magicLinkTtlSeconds: number;
   /** Origins that `redirect_url`s of the sign-in flows may point to; PUBLIC_URL's origin always may. */
@@ -263,6 +265,7 @@ export function loadConfig(env: Env = process.env): Config {
     sessionTtlSeconds: readInt(env, 'SESSION_TTL_SECONDS', 7 * 24 * 3600, 60, 365 * 24 * 3600),
     apiKeyCacheSeconds: readInt(env, 'API_KEY_CACHE_SECONDS', 10, 0, 3600),
     smtpUrl: readString(env, 'SMTP_URL'),
+    smtpTimeoutMs: readInt(env, 'SMTP_TIMEOUT_MS', 10_000, 100, 300_000),
     mailFrom: readString(env, 'MAIL_FROM') ?? 'Open Agent API <no-reply@localhost>',
     magicLinkTtlSeconds: readInt(env, 'MAGIC_LINK_TTL_SECONDS', 15 * 60, 60, 24 * 3600),
     allowedRedirectOrigins: readOrigins(env, 'ALLOWED_REDIRECT_ORIGINS'),

@@ -135,7 +135,7 @@ export async function createServices(config: Config, overrides: ServiceOverrides
       }
     },
   });
-  const mailer = overrides.mailer ?? createMailer({ smtpUrl: config.smtpUrl, from: config.mailFrom, logger });
+  const mailer = overrides.mailer ?? createMailer({ smtpUrl: config.smtpUrl, from: config.mailFrom, logger, timeoutMs: config.smtpTimeoutMs });
   const isAllowedRedirect = redirectPolicy(config.publicUrl, config.allowedRedirectOrigins);
   const apiKeys = createApiKeyStore(db, { clock, cacheTtlMs: config.apiKeyCacheSeconds * 1000 });
   const sessions = createSessionStore(db, {
