@@ -31,7 +31,7 @@ import { createMailer, type Mailer } from './identity/mailer.ts';
 import { createOAuthProviders, type OAuthProviders } from './identity/oauth.ts';
 import { createSessionStore, loadJwtSecret, type SessionStore } from './identity/sessions.ts';
 import { createLifecycle, type Lifecycle } from './lifecycle.ts';
-import { createQuotas, type Quotas } from './limits/quotas.ts';
+import { createQuotas, type Quotas, type ResourceLimit } from './limits/quotas.ts';
 import { createRateLimiter, type RateLimiter } from './limits/rate-limiter.ts';
 import { createRequestLimits, type RequestLimits } from './limits/request-limit.ts';
 import { createLogger } from './logger.ts';
@@ -160,7 +160,9 @@ export async function createServices(config: Config, overrides: ServiceOverrides
   const usage = createUsageMeter(db, clock, { monthlyCacheMs: 1000, batchWindowMs: 100 });
   const lifecycle = createLifecycle();
   const knowledge = await createKnowledge({ db, models, usage, logger, clock, config: config.knowledge });
-  const agents = createAgentStore({ db, models, knowledge });
+  // Read when a resource is created, after accountPlans exists below.
+  const resourceLimit: ResourceLimit = async (userId, metric) => (await accountPlans.planOf(userId)).limits[metric];
+  const agents = createAgentStore({ db, models, knowledge, limitOf: resourceLimit });
   const chatSessions = createChatSessionStore(db);
   const outbound = createOutboundPolicy({ allow: config.outboundAllow });
   const runs = createRunStore(db);
@@ -187,7 +189,7 @@ export async function createServices(config: Config, overrides: ServiceOverrides
   });
   metrics.countLiveRuns(engine.liveRuns);
   await engine.start();
-  const teams = createTeamStore({ db, agents, models });
+  const teams = createTeamStore({ db, agents, models, limitOf: resourceLimit });
   const teamRunner = createTeamRunner({ startTurn: engine.startTurn, lifecycle: runLifecycle, serverTools, teams, runs, logger });
   // Open streams end with a final event as soon as shutdown begins, so that draining does not wait on them.
   lifecycle.shuttingDown.addEventListener('abort', () => void engine.stop(), { once: true });

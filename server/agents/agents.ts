@@ -2,7 +2,8 @@
 import type { components } from '../../generated/openapi.gen.ts';
 import { ApiError, notFound } from '../errors.ts';
 import type { ModelGateway } from '../models/gateway.ts';
-import { one, type Queryable } from '../store/db.ts';
+import { holdQuota, type ResourceLimit } from '../limits/quotas.ts';
+import { one, type Db } from '../store/db.ts';
 import { newId } from '../store/ids.ts';
 import { ownedRows } from '../store/owned.ts';
 import { cursorOf, limitOf, toPage, type Page, type PageRequest } from '../store/pagination.ts';
@@ -77,12 +78,15 @@ export function checkToolNames(tools: FunctionTool[], list: string): void {
 }
 
 export interface AgentStoreDeps {
-  db: Queryable;
+  db: Db;
   models: ModelGateway;
   knowledge: { missingCollections(userId: string, names: string[]): Promise<string[]> };
+  /** The user's plan limit, held atomically with each creation. */
+  limitOf: ResourceLimit;
 }
 
-export function createAgentStore({ db, models, knowledge }: AgentStoreDeps) {
+export function createAgentStore({ db, models, knowledge, limitOf: resourceLimit }: AgentStoreDeps) {
+  const owned = ownedRows(db, 'agents', 'agent');
   const checkCollections = async (userId: string, names: string[] | undefined) => {
     const missing = names?.length ? await knowledge.missingCollections(userId, names) : [];
     if (missing.length > 0) {
@@ -115,8 +119,11 @@ export function createAgentStore({ db, models, knowledge }: AgentStoreDeps) {
       checkModel(model);
       checkToolNames(input.tools ?? [], 'tools');
       await checkCollections(userId, input.knowledge_collections);
-      const row = await one<AgentRow>(
-        db,
+      const limit = await resourceLimit(userId, 'agents');
+      const row = await db.transaction(async (tx) => {
+        await holdQuota(tx, { userId, metric: 'agents', limit, count: () => owned.count(userId, tx) });
+        return one<AgentRow>(
+        tx,
         `INSERT INTO agents (id, user_id, name, description, instructions, model, model_settings, tools, server_tools,
                              knowledge_collections, max_steps, run_timeout_seconds, metadata)
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) RETURNING ${COLUMNS}`,
@@ -136,6 +143,7 @@ export function createAgentStore({ db, models, knowledge }: AgentStoreDeps) {
           JSON.stringify(input.metadata ?? {}),
         ],
       );
+      });
       return toAgent(row!);
     },
 
@@ -180,7 +188,7 @@ export function createAgentStore({ db, models, knowledge }: AgentStoreDeps) {
       return toAgent(row);
     },
 
-    ...ownedRows(db, 'agents', 'agent'),
+    ...owned,
   };
 }
 
