@@ -159,9 +159,9 @@ export async function createServices(config: Config, overrides: ServiceOverrides
   // every 100 ms, and a second's staleness of other instances' usage is fine for quotas.
   const usage = createUsageMeter(db, clock, { monthlyCacheMs: 1000, batchWindowMs: 100 });
   const lifecycle = createLifecycle();
-  const knowledge = await createKnowledge({ db, models, usage, logger, clock, config: config.knowledge });
   // Read when a resource is created, after accountPlans exists below.
   const resourceLimit: ResourceLimit = async (userId, metric) => (await accountPlans.planOf(userId)).limits[metric];
+  const knowledge = await createKnowledge({ db, models, usage, logger, clock, config: config.knowledge, limitOf: resourceLimit });
   const agents = createAgentStore({ db, models, knowledge, limitOf: resourceLimit });
   const chatSessions = createChatSessionStore(db);
   const outbound = createOutboundPolicy({ allow: config.outboundAllow });

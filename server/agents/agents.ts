@@ -123,26 +123,26 @@ export function createAgentStore({ db, models, knowledge, limitOf: resourceLimit
       const row = await db.transaction(async (tx) => {
         await holdQuota(tx, { userId, metric: 'agents', limit, count: () => owned.count(userId, tx) });
         return one<AgentRow>(
-        tx,
-        `INSERT INTO agents (id, user_id, name, description, instructions, model, model_settings, tools, server_tools,
-                             knowledge_collections, max_steps, run_timeout_seconds, metadata)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) RETURNING ${COLUMNS}`,
-        [
-          newId('agt'),
-          userId,
-          input.name,
-          input.description ?? null,
-          input.instructions ?? null,
-          model,
-          JSON.stringify(input.model_settings ?? {}),
-          JSON.stringify(input.tools ?? []),
-          JSON.stringify(input.server_tools ?? []),
-          JSON.stringify(input.knowledge_collections ?? []),
-          input.max_steps ?? DEFAULT_MAX_STEPS,
-          input.run_timeout_seconds ?? DEFAULT_RUN_TIMEOUT_SECONDS,
-          JSON.stringify(input.metadata ?? {}),
-        ],
-      );
+          tx,
+          `INSERT INTO agents (id, user_id, name, description, instructions, model, model_settings, tools, server_tools,
+                               knowledge_collections, max_steps, run_timeout_seconds, metadata)
+           VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) RETURNING ${COLUMNS}`,
+          [
+            newId('agt'),
+            userId,
+            input.name,
+            input.description ?? null,
+            input.instructions ?? null,
+            model,
+            JSON.stringify(input.model_settings ?? {}),
+            JSON.stringify(input.tools ?? []),
+            JSON.stringify(input.server_tools ?? []),
+            JSON.stringify(input.knowledge_collections ?? []),
+            input.max_steps ?? DEFAULT_MAX_STEPS,
+            input.run_timeout_seconds ?? DEFAULT_RUN_TIMEOUT_SECONDS,
+            JSON.stringify(input.metadata ?? {}),
+          ],
+        );
       });
       return toAgent(row!);
     },

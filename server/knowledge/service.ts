@@ -15,6 +15,7 @@ import type { DocumentType } from './extract.ts';
 import { keywordSearch, reciprocalRankFusion, vectorLiteral, vectorSearch, type Scope, type SearchResult } from './search.ts';
 import * as store from './store.ts';
 import type { CollectionRow, DocumentRow, KnowledgeCollection, KnowledgeDocument, Metadata } from './store.ts';
+import { holdQuota, type ResourceLimit } from '../limits/quotas.ts';
 
 export type { SearchResult } from './search.ts';
 export type { KnowledgeDocument, Metadata } from './store.ts';
@@ -39,6 +40,8 @@ export interface KnowledgeDeps {
   logger: Logger;
   clock: () => number;
   config: KnowledgeConfig;
+  /** The user's plan limits on documents and bytes, held atomically with each insert; none without it. */
+  limitOf?: ResourceLimit;
 }
 
 export const DEFAULT_COLLECTION = 'default';
@@ -419,21 +422,29 @@ export async function createKnowledge(deps: KnowledgeDeps) {
       }
       const inline = bytes <= config.inlineMaxBytes;
       const now = clock();
-      const doc = await store.insertDocument(db, {
-        id: newId('doc', now),
-        userId,
-        collection: name,
-        title: input.title ?? null,
-        source: input.source ?? null,
-        contentType: input.contentType,
-        content,
-        bytes,
-        sha256: hash,
-        metadata: input.metadata ?? {},
-        embeddingModel: collection.embedding_model,
-        apiKeyId: ctx.apiKeyId,
-        leaseUntil: inline ? new Date(now + LEASE_MS) : null,
-        now: new Date(now),
+      const [documentLimit, byteLimit] = deps.limitOf
+        ? await Promise.all([deps.limitOf(userId, 'knowledge_documents'), deps.limitOf(userId, 'knowledge_bytes')])
+        : [null, null];
+      const doc = await db.transaction(async (tx) => {
+        // Locks taken in the same order by every insert: documents, then bytes.
+        await holdQuota(tx, { userId, metric: 'knowledge_documents', limit: documentLimit, count: async () => (await store.countForUser(tx, userId)).documents });
+        await holdQuota(tx, { userId, metric: 'knowledge_bytes', limit: byteLimit, adding: bytes, count: async () => (await store.countForUser(tx, userId)).bytes });
+        return store.insertDocument(tx, {
+          id: newId('doc', now),
+          userId,
+          collection: name,
+          title: input.title ?? null,
+          source: input.source ?? null,
+          contentType: input.contentType,
+          content,
+          bytes,
+          sha256: hash,
+          metadata: input.metadata ?? {},
+          embeddingModel: collection.embedding_model,
+          apiKeyId: ctx.apiKeyId,
+          leaseUntil: inline ? new Date(now + LEASE_MS) : null,
+          now: new Date(now),
+        });
       });
       if (!doc) {
         // The same content arrived concurrently and won.

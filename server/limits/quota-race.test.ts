@@ -1,5 +1,5 @@
 // Quotas hold under concurrency: the count and the insert are one step in the database, so many
-// concurrent creations on the free plan (agents 5, teams 2) make exactly the limit, on PGlite, on
+// concurrent creations on the free plan (agents 5, teams 2, documents 50) make exactly the limit, on PGlite, on
 // PostgreSQL, and across two servers sharing one PostgreSQL.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { availableEngines } from '../testing/database.ts';
@@ -41,6 +41,17 @@ for (const engine of await availableEngines()) {
       const agent = (await user.client.POST('/v1/agents', { body: { name: 'Member', model: 'local' } })).data!;
       const answered = await statuses(user, 40, '/v1/teams', { name: 'T', members: [{ agent_id: agent.id }] });
       expect(answered.filter((status) => status === 201)).toHaveLength(2);
+      expect(answered.filter((status) => status !== 201).every((status) => status === 402)).toBe(true);
+    });
+
+    it('stores exactly 50 knowledge documents of 60 concurrent requests', async () => {
+      const user = await server.signUp();
+      const urls = second ? [server.url, second.url] : [server.url];
+      const answers = await Promise.all(
+        Array.from({ length: 60 }, (_, i) => create(urls[i % urls.length]!, user, '/v1/knowledge/documents', { text: `Document number ${i} about topic ${i}.` })),
+      );
+      const answered = answers.map((answer) => answer.status);
+      expect(answered.filter((status) => status === 201)).toHaveLength(50);
       expect(answered.filter((status) => status !== 201).every((status) => status === 402)).toBe(true);
     });
   });
