@@ -70,6 +70,8 @@ export interface StripeConfig {
   webhookSecret: string;
   /** STRIPE_API_BASE split for the SDK; undefined means Stripe's own API. */
   apiBase: { protocol: 'http' | 'https'; host: string; port: number } | undefined;
+  /** The deadline of each attempt of a Stripe API call (one retry after a network failure). */
+  timeoutMs: number;
 }
 
 export interface OAuthProviderConfig {
@@ -217,7 +219,7 @@ function readStripe(env: Env): StripeConfig | undefined {
   // Half a configuration would sell plans that never arrive (no webhook) or take events it cannot act on.
   if (!secretKey) throw new ConfigError('STRIPE_WEBHOOK_SECRET is set, so STRIPE_SECRET_KEY must be set too.');
   if (!webhookSecret) throw new ConfigError('STRIPE_SECRET_KEY is set, so STRIPE_WEBHOOK_SECRET must be set too: the webhook is how plans change.');
-  return { secretKey, webhookSecret, apiBase };
+  return { secretKey, webhookSecret, apiBase, timeoutMs: readInt(env, 'STRIPE_TIMEOUT_MS', 8_000, 100, 120_000) };
 }
 
 function readKnowledge(env: Env): KnowledgeConfig {

@@ -55,9 +55,11 @@ export function createBilling(options: BillingOptions) {
   const client = config
     ? new Stripe(config.secretKey, {
         ...(config.apiBase ?? {}),
-        // Retries carry the SDK's idempotency keys, so a retried create never makes a second object.
-        maxNetworkRetries: 2,
-        timeout: 20_000,
+        // Retries carry the SDK's idempotency keys, so a retried create never makes a second object. One
+        // retry and a short deadline per attempt bound how long a hanging Stripe API holds a request:
+        // checkout makes two calls, so at most four attempts (it was six of 20 s).
+        maxNetworkRetries: 1,
+        timeout: config.timeoutMs,
         telemetry: false,
         appInfo: { name: 'open-agent-api' },
       })
