@@ -42,6 +42,8 @@ export interface Config {
   /** How long an API key that authenticated is trusted from memory; a revocation reaches other instances within it. */
   apiKeyCacheSeconds: number;
   smtpUrl: string | undefined;
+  /** The deadline of each SMTP step (connecting, the greeting, any answer); past it the mail fails with 503. */
+  smtpTimeoutMs: number;
   mailFrom: string;
   magicLinkTtlSeconds: number;
   /** Origins that `redirect_url`s of the sign-in flows may point to; PUBLIC_URL's origin always may. */
@@ -72,6 +74,8 @@ export interface StripeConfig {
   webhookSecret: string;
   /** STRIPE_API_BASE split for the SDK; undefined means Stripe's own API. */
   apiBase: { protocol: 'http' | 'https'; host: string; port: number } | undefined;
+  /** The deadline of each attempt of a Stripe API call (one retry after a network failure). */
+  timeoutMs: number;
 }
 
 export interface OAuthProviderConfig {
@@ -219,7 +223,7 @@ function readStripe(env: Env): StripeConfig | undefined {
   // Half a configuration would sell plans that never arrive (no webhook) or take events it cannot act on.
   if (!secretKey) throw new ConfigError('STRIPE_WEBHOOK_SECRET is set, so STRIPE_SECRET_KEY must be set too.');
   if (!webhookSecret) throw new ConfigError('STRIPE_SECRET_KEY is set, so STRIPE_WEBHOOK_SECRET must be set too: the webhook is how plans change.');
-  return { secretKey, webhookSecret, apiBase };
+  return { secretKey, webhookSecret, apiBase, timeoutMs: readInt(env, 'STRIPE_TIMEOUT_MS', 8_000, 100, 120_000) };
 }
 
 function readKnowledge(env: Env): KnowledgeConfig {
@@ -270,6 +274,7 @@ export function loadConfig(env: Env = process.env): Config {
     // Off in tests: a shared, busy test machine is not an overloaded server.
     overloadDelayMs: readInt(env, 'OVERLOAD_EVENT_LOOP_DELAY_MS', nodeEnv === 'test' ? 0 : 250, 0, 60_000),
     smtpUrl: readString(env, 'SMTP_URL'),
+    smtpTimeoutMs: readInt(env, 'SMTP_TIMEOUT_MS', 10_000, 100, 300_000),
     mailFrom: readString(env, 'MAIL_FROM') ?? 'Open Agent API <no-reply@localhost>',
     magicLinkTtlSeconds: readInt(env, 'MAGIC_LINK_TTL_SECONDS', 15 * 60, 60, 24 * 3600),
     allowedRedirectOrigins: readOrigins(env, 'ALLOWED_REDIRECT_ORIGINS'),

@@ -33,7 +33,7 @@ import { createMailer, type Mailer } from './identity/mailer.ts';
 import { createOAuthProviders, type OAuthProviders } from './identity/oauth.ts';
 import { createSessionStore, loadJwtSecret, type SessionStore } from './identity/sessions.ts';
 import { createLifecycle, type Lifecycle } from './lifecycle.ts';
-import { createQuotas, type Quotas } from './limits/quotas.ts';
+import { createQuotas, type Quotas, type ResourceLimit } from './limits/quotas.ts';
 import { createLoadMonitor, type LoadMonitor } from './limits/load.ts';
 import { createRateLimiter, type RateLimiter } from './limits/rate-limiter.ts';
 import { createRequestLimits, type RequestLimits } from './limits/request-limit.ts';
@@ -142,7 +142,7 @@ export async function createServices(config: Config, overrides: ServiceOverrides
       }
     },
   });
-  const mailer = overrides.mailer ?? createMailer({ smtpUrl: config.smtpUrl, from: config.mailFrom, logger });
+  const mailer = overrides.mailer ?? createMailer({ smtpUrl: config.smtpUrl, from: config.mailFrom, logger, timeoutMs: config.smtpTimeoutMs });
   const isAllowedRedirect = redirectPolicy(config.publicUrl, config.allowedRedirectOrigins);
   const apiKeys = createApiKeyStore(db, { clock, cacheTtlMs: config.apiKeyCacheSeconds * 1000 });
   const secret = loadJwtSecret(config.jwtSecret, config.dataDir);
@@ -168,10 +168,12 @@ export async function createServices(config: Config, overrides: ServiceOverrides
   // every 100 ms, and a second's staleness of other instances' usage is fine for quotas.
   const usage = createUsageMeter(db, clock, { monthlyCacheMs: 1000, batchWindowMs: 100 });
   const lifecycle = createLifecycle();
-  const knowledge = await createKnowledge({ db, models, usage, logger, clock, config: config.knowledge, jobs });
+  // Read when a resource is created, after accountPlans exists below.
+  const resourceLimit: ResourceLimit = async (userId, metric) => (await accountPlans.planOf(userId)).limits[metric];
+  const knowledge = await createKnowledge({ db, models, usage, logger, clock, config: config.knowledge, jobs, limitOf: resourceLimit });
   const outbound = createOutboundPolicy({ allow: config.outboundAllow });
   const sealer = createSealer(secret);
-  const agents = createAgentStore({ db, models, knowledge, sealer, checkUrl: (url) => void outbound.check(url) });
+  const agents = createAgentStore({ db, models, knowledge, sealer, checkUrl: (url) => void outbound.check(url), limitOf: resourceLimit });
   const chatSessions = createChatSessionStore(db);
   const runs = createRunStore(db);
   await knowledge.start();
@@ -200,7 +202,7 @@ export async function createServices(config: Config, overrides: ServiceOverrides
   });
   metrics.countLiveRuns(engine.liveRuns);
   await engine.start();
-  const teams = createTeamStore({ db, agents, models });
+  const teams = createTeamStore({ db, agents, models, limitOf: resourceLimit });
   const teamRunner = createTeamRunner({ startTurn: engine.startTurn, lifecycle: runLifecycle, serverTools, teams, runs, logger });
   // Open streams end with a final event as soon as shutdown begins, so that draining does not wait on them.
   lifecycle.shuttingDown.addEventListener('abort', () => void engine.stop(), { once: true });

@@ -2,7 +2,8 @@
 import type { components } from '../../generated/openapi.gen.ts';
 import { ApiError, notFound } from '../errors.ts';
 import type { ModelGateway } from '../models/gateway.ts';
-import { one, type Queryable } from '../store/db.ts';
+import { holdQuota, type ResourceLimit } from '../limits/quotas.ts';
+import { one, type Db } from '../store/db.ts';
 import { newId } from '../store/ids.ts';
 import { ownedRows } from '../store/owned.ts';
 import { cursorOf, limitOf, toPage, type Page, type PageRequest } from '../store/pagination.ts';
@@ -84,16 +85,19 @@ export function checkToolNames(tools: FunctionTool[], list: string): void {
 }
 
 export interface AgentStoreDeps {
-  db: Queryable;
+  db: Db;
   models: ModelGateway;
   knowledge: { missingCollections(userId: string, names: string[]): Promise<string[]> };
   /** Seals the headers of agents' MCP servers. */
   sealer: Sealer;
   /** Throws when a URL may not be called (server/net/outbound.ts). */
   checkUrl: (url: string) => void;
+  /** The user's plan limit, held atomically with each creation. */
+  limitOf: ResourceLimit;
 }
 
-export function createAgentStore({ db, models, knowledge, sealer, checkUrl }: AgentStoreDeps) {
+export function createAgentStore({ db, models, knowledge, sealer, checkUrl, limitOf: resourceLimit }: AgentStoreDeps) {
+  const owned = ownedRows(db, 'agents', 'agent');
   const checkTools = (input: AgentCreate | AgentUpdate) => {
     if (input.tools !== undefined) checkToolNames(input.tools, 'tools');
     if (input.mcp_servers !== undefined) checkMcpServers(input.mcp_servers, 'mcp_servers', checkUrl);
@@ -143,29 +147,33 @@ export function createAgentStore({ db, models, knowledge, sealer, checkUrl }: Ag
       checkModel(model);
       checkTools(input);
       await checkCollections(userId, input.knowledge_collections);
-      const row = await one<AgentRow>(
-        db,
-        `INSERT INTO agents (id, user_id, name, description, instructions, model, model_settings, tools, server_tools,
-                             knowledge_collections, max_steps, run_timeout_seconds, metadata, mcp_servers, server_tool_approvals)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15) RETURNING ${COLUMNS}`,
-        [
-          newId('agt'),
-          userId,
-          input.name,
-          input.description ?? null,
-          input.instructions ?? null,
-          model,
-          JSON.stringify(input.model_settings ?? {}),
-          JSON.stringify(input.tools ?? []),
-          JSON.stringify(input.server_tools ?? []),
-          JSON.stringify(input.knowledge_collections ?? []),
-          input.max_steps ?? DEFAULT_MAX_STEPS,
-          input.run_timeout_seconds ?? DEFAULT_RUN_TIMEOUT_SECONDS,
-          JSON.stringify(input.metadata ?? {}),
-          JSON.stringify(storeMcpServers(input.mcp_servers ?? [], [], sealer)),
-          JSON.stringify(input.server_tool_approvals ?? {}),
-        ],
-      );
+      const limit = await resourceLimit(userId, 'agents');
+      const row = await db.transaction(async (tx) => {
+        await holdQuota(tx, { userId, metric: 'agents', limit, count: () => owned.count(userId, tx) });
+        return one<AgentRow>(
+          tx,
+          `INSERT INTO agents (id, user_id, name, description, instructions, model, model_settings, tools, server_tools,
+                               knowledge_collections, max_steps, run_timeout_seconds, metadata, mcp_servers, server_tool_approvals)
+           VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15) RETURNING ${COLUMNS}`,
+          [
+            newId('agt'),
+            userId,
+            input.name,
+            input.description ?? null,
+            input.instructions ?? null,
+            model,
+            JSON.stringify(input.model_settings ?? {}),
+            JSON.stringify(input.tools ?? []),
+            JSON.stringify(input.server_tools ?? []),
+            JSON.stringify(input.knowledge_collections ?? []),
+            input.max_steps ?? DEFAULT_MAX_STEPS,
+            input.run_timeout_seconds ?? DEFAULT_RUN_TIMEOUT_SECONDS,
+            JSON.stringify(input.metadata ?? {}),
+            JSON.stringify(storeMcpServers(input.mcp_servers ?? [], [], sealer)),
+            JSON.stringify(input.server_tool_approvals ?? {}),
+          ],
+        );
+      });
       return toAgent(row!);
     },
 
@@ -214,7 +222,7 @@ export function createAgentStore({ db, models, knowledge, sealer, checkUrl }: Ag
       return toAgent(row);
     },
 
-    ...ownedRows(db, 'agents', 'agent'),
+    ...owned,
   };
 }
 

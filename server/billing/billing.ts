@@ -56,14 +56,16 @@ export function createBilling(options: BillingOptions) {
   // never need it, and servers without Stripe never do.
   let client: Promise<Stripe> | undefined;
   let sdk: typeof Stripe | undefined;
-  const clientOf = (secretKey: string, apiBase: StripeConfig['apiBase']): Promise<Stripe> =>
+  const clientOf = (stripeConfig: StripeConfig): Promise<Stripe> =>
     (client ??= import('stripe').then(({ default: StripeSdk }) => {
       sdk = StripeSdk;
-      return new StripeSdk(secretKey, {
-        ...(apiBase ?? {}),
-        // Retries carry the SDK's idempotency keys, so a retried create never makes a second object.
-        maxNetworkRetries: 2,
-        timeout: 20_000,
+      return new StripeSdk(stripeConfig.secretKey, {
+        ...(stripeConfig.apiBase ?? {}),
+        // Retries carry the SDK's idempotency keys, so a retried create never makes a second object. One
+        // retry and a short deadline per attempt bound how long a hanging Stripe API holds a request:
+        // checkout makes two calls, so at most four attempts (it was six of 20 s).
+        maxNetworkRetries: 1,
+        timeout: stripeConfig.timeoutMs,
         telemetry: false,
         appInfo: { name: 'open-agent-api' },
       });
@@ -74,7 +76,7 @@ export function createBilling(options: BillingOptions) {
 
   async function stripeOf(): Promise<{ stripe: Stripe; webhookSecret: string }> {
     if (!config) throw billingDisabled();
-    return { stripe: await clientOf(config.secretKey, config.apiBase), webhookSecret: config.webhookSecret };
+    return { stripe: await clientOf(config), webhookSecret: config.webhookSecret };
   }
 
   function upstream(error: unknown, what: string): never {

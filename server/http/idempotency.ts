@@ -52,6 +52,8 @@ export interface IdempotencyStore {
   complete(scope: KeyScope, requestId: string, response: StoredResponse): Promise<void>;
   /** Gives the claim up without an answer, so that a retry runs again. */
   release(scope: KeyScope, requestId: string): Promise<void>;
+  /** Extends the lease of a claim this request still holds: its process is alive and working on it. */
+  renew(scope: KeyScope, requestId: string): Promise<void>;
   /** Deletes expired keys and abandoned claims; answers how many went. */
   prune(): Promise<number>;
 }
@@ -62,9 +64,12 @@ export interface IdempotencyOptions {
   ttlSeconds: number;
 }
 
-// A claim without an answer this old was left by a server that died mid-request. The longest request
-// is a run, bounded by run_timeout_seconds (at most an hour), so by then nobody is working on it.
-const CLAIM_LEASE_MS = 61 * 60 * 1000;
+// A claim is a lease that the request holding it renews while it runs (every CLAIM_RENEW_MS). A claim
+// not renewed for CLAIM_LEASE_MS belongs to a process that is gone (killed, crashed, cut off from the
+// database), and the next request with its key takes it over and runs again, as the README promises. A
+// fixed lease long enough for the longest run kept such keys answering 409 for an hour after a crash.
+export const CLAIM_LEASE_MS = 60 * 1000;
+const CLAIM_RENEW_MS = 15 * 1000;
 const PRUNE_EVERY_MS = 10 * 60 * 1000;
 // A claim released between our failed insert and our read leaves nothing to read; the key is free again.
 const CLAIM_ATTEMPTS = 3;
@@ -137,6 +142,14 @@ export function createIdempotencyStore(db: Db, options: IdempotencyOptions): Ide
         `UPDATE idempotency_keys SET status = $5, response = $6
           WHERE user_id = $1 AND operation_id = $2 AND idempotency_key = $3 AND request_id = $4 AND response IS NULL`,
         [...scopeParams(scope), requestId, response.status, JSON.stringify(response)],
+      );
+    },
+
+    async renew(scope, requestId) {
+      await db.query(
+        `UPDATE idempotency_keys SET locked_until = $5
+          WHERE user_id = $1 AND operation_id = $2 AND idempotency_key = $3 AND request_id = $4 AND response IS NULL`,
+        [...scopeParams(scope), requestId, new Date(clock() + CLAIM_LEASE_MS)],
       );
     },
 
@@ -257,9 +270,15 @@ async function drain(iterator: AsyncIterator<SseFrame<unknown>>, frames: SseFram
 
 function createClaim(store: IdempotencyStore, scope: KeyScope, requestId: string, log: Logger, shuttingDown: AbortSignal): IdempotencyClaim {
   let started = false;
-  // A failure to write the answer leaves the claim held until its lease ends: retries then get 409,
-  // which is safe, where forgetting it would let a retry do the work twice.
+  // The lease is renewed for as long as this process works on the request; it stops with the answer.
+  const renewal = setInterval(() => {
+    store.renew(scope, requestId).catch((error: unknown) => log.warn({ err: error, idempotencyKey: scope.key }, 'could not renew an idempotency claim'));
+  }, CLAIM_RENEW_MS);
+  renewal.unref();
+  // A failure to write the answer leaves the claim held until its lease ends: retries then get 409 for
+  // that while, where forgetting it at once would let a retry do the work twice.
   const keep = async (response: StoredResponse) => {
+    clearInterval(renewal);
     try {
       await store.complete(scope, requestId, response);
     } catch (error) {
@@ -267,6 +286,7 @@ function createClaim(store: IdempotencyStore, scope: KeyScope, requestId: string
     }
   };
   const forget = async () => {
+    clearInterval(renewal);
     try {
       await store.release(scope, requestId);
     } catch (error) {

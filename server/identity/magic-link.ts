@@ -14,8 +14,12 @@ export interface MagicLinkOptions {
   isAllowedRedirect: (url: string) => boolean;
 }
 
+// Three limits: per requester, per requester and target, and a looser one per target. Counting the
+// target alone let anyone lock an address out of sign-in by asking for its links from elsewhere; the
+// target's own limit only stops many requesters together from flooding one mailbox.
 const perAddress = { name: 'magic-link-ip', points: 20, windowSeconds: 15 * 60 };
-const perEmail = { name: 'magic-link-email', points: 5, windowSeconds: 15 * 60 };
+const perRequesterAndEmail = { name: 'magic-link-requester-email', points: 5, windowSeconds: 15 * 60 };
+const perEmail = { name: 'magic-link-email', points: 50, windowSeconds: 15 * 60 };
 
 function escapeHtml(text: string): string {
   return text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
@@ -31,6 +35,7 @@ export function createMagicLinks(
     async request(input: { email: string; redirect_url?: string }, clientAddress: string): Promise<{ expiresIn: number; link: string }> {
       const email = normalizeEmail(input.email);
       await enforce(deps.limiter, perAddress, clientAddress, 'sign-in requests from this address');
+      await enforce(deps.limiter, perRequesterAndEmail, `${clientAddress} ${email}`, 'sign-in requests for this address');
       await enforce(deps.limiter, perEmail, email, 'sign-in requests for this address');
       if (input.redirect_url && !options.isAllowedRedirect(input.redirect_url)) {
         throw new ApiError('invalid_request', 'redirect_url is not on an allowed origin.', {

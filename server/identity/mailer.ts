@@ -1,5 +1,6 @@
 import nodemailer from 'nodemailer';
 import type { Logger } from 'pino';
+import { ApiError } from '../errors.ts';
 
 export interface Mail {
   to: string;
@@ -15,7 +16,19 @@ export interface Mailer {
   close(): void;
 }
 
-export function createMailer(options: { smtpUrl: string | undefined; from: string; logger: Logger }): Mailer {
+export interface MailerOptions {
+  smtpUrl: string | undefined;
+  from: string;
+  logger: Logger;
+  /** Deadline of each SMTP step: connecting, the server's greeting, and every answer after. */
+  timeoutMs?: number;
+}
+
+/**
+ * Sends mail through SMTP_URL, or writes it to the log without one. A mail server that refuses, fails or
+ * stays silent past the deadline is a 503 for the caller, with the reason in the log.
+ */
+export function createMailer(options: MailerOptions): Mailer {
   if (!options.smtpUrl) {
     return {
       transport: 'log',
@@ -25,11 +38,22 @@ export function createMailer(options: { smtpUrl: string | undefined; from: strin
       close() {},
     };
   }
-  const transporter = nodemailer.createTransport(options.smtpUrl);
+  const timeout = options.timeoutMs ?? 10_000;
+  const transporter = nodemailer.createTransport({
+    url: options.smtpUrl,
+    connectionTimeout: timeout,
+    greetingTimeout: timeout,
+    socketTimeout: timeout,
+  });
   return {
     transport: 'smtp',
     async send(mail) {
-      await transporter.sendMail({ from: options.from, ...mail });
+      try {
+        await transporter.sendMail({ from: options.from, ...mail });
+      } catch (error) {
+        options.logger.error({ err: error, subject: mail.subject }, 'sending mail failed');
+        throw new ApiError('service_unavailable', 'The mail could not be sent; try again later.', { cause: error });
+      }
     },
     close() {
       transporter.close();

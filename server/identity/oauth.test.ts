@@ -470,6 +470,18 @@ describe.each(await availableEngines())('sign-in with OpenID Connect (%s)', (eng
     expect(error.message).toContain('The user declined.');
   });
 
+  it('answers 400, not 502, when the ID token fails the checks of this sign-in (a nonce that does not match)', async () => {
+    const first = Object.keys(accounts)[0] as keyof typeof accounts;
+    const { callback } = await reachCallback({ account: first });
+    // As if the callback belonged to another sign-in: the nonce kept for this state is not the token's.
+    await server.services.db.query("UPDATE oauth_states SET nonce = 'another-nonce' WHERE provider = 'idp' AND used_at IS NULL");
+    const response = await fetch(callback, { redirect: 'manual' });
+    const error = await errorOf(response);
+    expect(response.status).toBe(400);
+    expect(error.code).toBe('invalid_request');
+    expect(error.message).toContain('did not pass its checks');
+  });
+
   it('refuses an account whose email the provider has not verified, and creates no user', async () => {
     const users = await count('users');
     const { callback } = await reachCallback({ account: 'eve' });

@@ -39,6 +39,26 @@ export interface OAuthProviders {
   ): Promise<{ accessToken: AccessToken; redirectUrl: string | null }>;
 }
 
+/**
+ * Checks of what the callback brought that fail (a nonce, audience or issuer that does not match, an ID
+ * token expired or from the future, a state the response does not echo) are this sign-in's fault: an
+ * old or replayed callback, a tampered link. They are a 400 and not logged as server errors.
+ */
+const SIGN_IN_CHECKS = new Set(['OAUTH_JWT_CLAIM_COMPARISON_FAILED', 'OAUTH_JWT_TIMESTAMP_CHECK_FAILED', 'OAUTH_JSON_ATTRIBUTE_COMPARISON_FAILED']);
+
+/** The envelope for a failed callback: the provider's refusal or a failed check is 400, anything else 502. */
+/** Why a sign-in failed: the provider's or the sign-in's own fault (400), or ours to report (502). */
+export function signInFailure(error: unknown, provider: string, oidc: typeof Oidc): ApiError {
+  if (error instanceof oidc.ResponseBodyError || error instanceof oidc.AuthorizationResponseError) {
+    return new ApiError('invalid_request', `The provider rejected the sign-in: ${error.error_description ?? error.error}.`);
+  }
+  const code = error instanceof Error ? (error as { code?: unknown }).code : undefined;
+  if (typeof code === 'string' && SIGN_IN_CHECKS.has(code)) {
+    return new ApiError('invalid_request', `The sign-in with ${provider} did not pass its checks (${(error as Error).message}); start the sign-in again.`, { cause: error });
+  }
+  return new ApiError('upstream_error', `Signing in with ${provider} failed.`, { cause: error });
+}
+
 export function createOAuthProviders(
   db: Queryable,
   providers: OAuthProviderConfig[],
@@ -166,12 +186,7 @@ export function createOAuthProviders(
       const oidc = await loadOidc();
       const currentUrl = new URL(callbackUrl(name));
       for (const [key, value] of Object.entries(query)) if (value !== undefined) currentUrl.searchParams.set(key, value);
-      const upstreamFailure = (error: unknown): ApiError => {
-        if (error instanceof oidc.ResponseBodyError || error instanceof oidc.AuthorizationResponseError) {
-          return new ApiError('invalid_request', `The provider rejected the sign-in: ${error.error_description ?? error.error}.`);
-        }
-        return new ApiError('upstream_error', `Signing in with ${name} failed.`, { cause: error });
-      };
+      const upstreamFailure = (error: unknown): ApiError => signInFailure(error, name, oidc);
       let tokens: Awaited<ReturnType<typeof Oidc.authorizationCodeGrant>>;
       try {
         tokens = await oidc.authorizationCodeGrant(configuration, currentUrl, {

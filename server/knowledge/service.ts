@@ -19,6 +19,7 @@ import type { DocumentType } from './extract.ts';
 import { keywordSearch, reciprocalRankFusion, vectorLiteral, vectorSearch, type Scope, type SearchResult } from './search.ts';
 import * as store from './store.ts';
 import type { CollectionRow, DocumentRow, KnowledgeCollection, KnowledgeDocument, Metadata } from './store.ts';
+import { holdQuota, type ResourceLimit } from '../limits/quotas.ts';
 
 export type { SearchResult } from './search.ts';
 export type { KnowledgeDocument, Metadata } from './store.ts';
@@ -44,6 +45,8 @@ export interface KnowledgeDeps {
   clock: () => number;
   config: KnowledgeConfig;
   jobs: Jobs;
+  /** The user's plan limits on documents and bytes, held atomically with each insert; none without it. */
+  limitOf?: ResourceLimit;
 }
 
 /** The job that processes one document. */
@@ -431,22 +434,28 @@ export async function createKnowledge(deps: KnowledgeDeps) {
       }
       const inline = bytes <= config.inlineMaxBytes;
       const now = clock();
+      const [documentLimit, byteLimit] = deps.limitOf
+        ? await Promise.all([deps.limitOf(userId, 'knowledge_documents'), deps.limitOf(userId, 'knowledge_bytes')])
+        : [null, null];
       const doc = await db.transaction(async (tx) => {
+        // Locks taken in the same order by every insert: documents, then bytes.
+        await holdQuota(tx, { userId, metric: 'knowledge_documents', limit: documentLimit, count: async () => (await store.countForUser(tx, userId)).documents });
+        await holdQuota(tx, { userId, metric: 'knowledge_bytes', limit: byteLimit, adding: bytes, count: async () => (await store.countForUser(tx, userId)).bytes });
         const inserted = await store.insertDocument(tx, {
-        id: newId('doc', now),
-        userId,
-        collection: name,
-        title: input.title ?? null,
-        source: input.source ?? null,
-        contentType: input.contentType,
-        content,
-        bytes,
-        sha256: hash,
-        metadata: input.metadata ?? {},
-        embeddingModel: collection.embedding_model,
-        apiKeyId: ctx.apiKeyId,
-        leaseUntil: inline ? new Date(now + LEASE_MS) : null,
-        now: new Date(now),
+          id: newId('doc', now),
+          userId,
+          collection: name,
+          title: input.title ?? null,
+          source: input.source ?? null,
+          contentType: input.contentType,
+          content,
+          bytes,
+          sha256: hash,
+          metadata: input.metadata ?? {},
+          embeddingModel: collection.embedding_model,
+          apiKeyId: ctx.apiKeyId,
+          leaseUntil: inline ? new Date(now + LEASE_MS) : null,
+          now: new Date(now),
         });
         // An inline document's job waits out the request's lease, in case the request's server dies.
         if (inserted) await enqueueIngest(inserted.id, { tx, ...(inline ? { delaySeconds: LEASE_MS / 1000 + 5 } : {}) });

@@ -3,6 +3,7 @@
 import type { Logger } from 'pino';
 import type { LimitMetric, PlanSpec } from '../billing/plans.ts';
 import { ApiError } from '../errors.ts';
+import type { Queryable } from '../store/db.ts';
 import type { UsageMeter } from '../usage/meter.ts';
 
 /** The quotas counted from resources that exist, rather than metered over a period. */
@@ -119,3 +120,25 @@ export function createQuotas(options: QuotaOptions) {
 }
 
 export type Quotas = ReturnType<typeof createQuotas>;
+
+/** The limit of a resource on a user's plan now; null when the plan sets none. */
+export type ResourceLimit = (userId: string, metric: ResourceMetric) => Promise<number | null>;
+
+/**
+ * Makes room for `adding` more of a resource inside the transaction `tx` that will add it, or throws 402.
+ * The guards check quotas before a request runs, but concurrent requests all pass that check together;
+ * this one holds: a transaction-scoped advisory lock per user and resource makes every other creation
+ * of the same resource by the same user, on any server of the database, wait until this transaction ends,
+ * so the count it reads stays true until its insert commits.
+ */
+export async function holdQuota(
+  tx: Queryable,
+  request: { userId: string; metric: ResourceMetric; limit: number | null; adding?: number; count: () => Promise<number> },
+): Promise<void> {
+  if (request.limit === null) return;
+  await tx.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`quota:${request.metric}:${request.userId}`]);
+  const used = await request.count();
+  if (used + (request.adding ?? 1) <= request.limit) return;
+  const message = `Your plan allows ${request.limit} ${WHAT[request.metric]}; ${used} are used.`;
+  throw new ApiError('quota_exceeded', message, { details: [{ metric: request.metric, limit: request.limit, used, message }] });
+}

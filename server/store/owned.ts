@@ -17,8 +17,8 @@ export function ownedRows(db: Queryable, table: 'agents' | 'teams', what: string
       return rows.map((row) => ({ id: row.id, created_at: row.created_at.toISOString() }));
     },
 
-    async count(userId: string): Promise<number> {
-      return (await one<{ n: number }>(db, `SELECT count(*)::int AS n FROM ${table} WHERE user_id = $1`, [userId]))?.n ?? 0;
+    async count(userId: string, within: Queryable = db): Promise<number> {
+      return (await one<{ n: number }>(within, `SELECT count(*)::int AS n FROM ${table} WHERE user_id = $1`, [userId]))?.n ?? 0;
     },
   };
 }

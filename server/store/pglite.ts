@@ -44,22 +44,45 @@ function isAlive(pid: number): boolean {
 }
 
 /**
+ * When a process started, in clock ticks since boot (Linux: field 22 of /proc/<pid>/stat), or undefined
+ * where that cannot be read. With the pid it names one process: a pid alone may have been reused.
+ */
+export function processStartTime(pid: number): string | undefined {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    // The command name may hold spaces and parentheses; the fields after its last ')' do not.
+    return stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19];
+  } catch {
+    return undefined;
+  }
+}
+
+/**
  * PGlite is one process's database: a second process on the same directory would corrupt it. A lock
- * file with our pid keeps a second server (or `npm run create-key`) out while one runs.
+ * file keeps a second server (or `npm run create-key`) out while one runs. It names the holder by pid
+ * and start time, so that a lock left by a killed server is told apart from a live one even when the
+ * pid now belongs to another process (after a reboot, or in a container where every start is pid 1).
  */
 function lockDataDir(dataDir: string): () => void {
   const lockFile = path.join(dataDir, 'open-agent-api.lock');
+  const ours = processStartTime(process.pid);
   for (let attempt = 0; attempt < 2; attempt++) {
     try {
-      writeFileSync(lockFile, String(process.pid), { flag: 'wx' });
+      writeFileSync(lockFile, ours ? `${process.pid} ${ours}` : String(process.pid), { flag: 'wx' });
       return () => rmSync(lockFile, { force: true });
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
-      const holder = Number(readFileSync(lockFile, 'utf8'));
-      if (holder && holder !== process.pid && isAlive(holder)) {
-        throw new Error(`The data directory ${dataDir} is in use by process ${holder}; stop it first (PGlite serves one process).`, {
-          cause: error,
-        });
+      const [pidText, started] = readFileSync(lockFile, 'utf8').trim().split(/\s+/);
+      const holder = Number(pidText);
+      const live = holder && holder !== process.pid && isAlive(holder);
+      // Where start times can be read, a live pid with another start time is a different process.
+      const same = live && (started === undefined || processStartTime(holder) === undefined || processStartTime(holder) === started);
+      if (same) {
+        throw new Error(
+          `The data directory ${dataDir} is in use by process ${holder}; stop it first (PGlite serves one process). ` +
+            `If no server runs on it, the lock is stale: delete ${lockFile}.`,
+          { cause: error },
+        );
       }
       rmSync(lockFile, { force: true });
     }

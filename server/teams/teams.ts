@@ -4,6 +4,7 @@ import type { components } from '../../generated/openapi.gen.ts';
 import type { Agent, AgentStore } from '../agents/agents.ts';
 import { ApiError, notFound } from '../errors.ts';
 import type { ModelGateway } from '../models/gateway.ts';
+import { holdQuota, type ResourceLimit } from '../limits/quotas.ts';
 import { one, type Db } from '../store/db.ts';
 import { newId } from '../store/ids.ts';
 import { ownedRows } from '../store/owned.ts';
@@ -71,9 +72,12 @@ export interface TeamStoreDeps {
   db: Db;
   agents: AgentStore;
   models: ModelGateway;
+  /** The user's plan limit, held atomically with each creation. */
+  limitOf: ResourceLimit;
 }
 
-export function createTeamStore({ db, agents, models }: TeamStoreDeps) {
+export function createTeamStore({ db, agents, models, limitOf: resourceLimit }: TeamStoreDeps) {
+  const owned = ownedRows(db, 'teams', 'team');
   const membersOf = async (teamIds: string[]): Promise<Map<string, MemberRow[]>> => {
     const rows = await db.query<MemberRow>(
       `SELECT m.team_id, m.agent_id, m.role, m.is_leader, a.name, a.model
@@ -134,7 +138,9 @@ export function createTeamStore({ db, agents, models }: TeamStoreDeps) {
       await checkMembers(userId, input.members);
       checkLeaderModel(input.leader_model);
       const id = newId('team');
+      const limit = await resourceLimit(userId, 'teams');
       await db.transaction(async (tx) => {
+        await holdQuota(tx, { userId, metric: 'teams', limit, count: () => owned.count(userId, tx) });
         await tx.query(
           `INSERT INTO teams (id, user_id, name, description, instructions, mode, leader_model, max_steps, metadata)
            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
@@ -182,7 +188,7 @@ export function createTeamStore({ db, agents, models }: TeamStoreDeps) {
       return get(userId, teamId);
     },
 
-    ...ownedRows(db, 'teams', 'team'),
+    ...owned,
 
     /** The teams an agent belongs to: deleting it would break them. */
     async teamsOfAgent(agentId: string): Promise<string[]> {

@@ -415,6 +415,55 @@ export function caseFamilies(op: FuzzOperation, context: CaseContext): CaseFamil
         .filter(([, text]) => !parses(text) && (text.trim() !== '' || body.required))
         .map(([r, text]) => ({ ...r, body: { type: 'raw' as const, text, contentType: 'application/json' }, description: `malformed JSON ${JSON.stringify(text.slice(0, 60))}`, expect: { kind: '4xx' } })),
     );
+    // Strings no store keeps (a lone surrogate, NUL) in any string of a valid body, value or key: 4xx.
+    // And pathological repetition in any string (100 KB of one character, of `{`): never a 5xx.
+    const withString = (value: unknown, index: number, change: (text: string) => string): { value: unknown; path: string } | undefined => {
+      let seen = 0;
+      let path: string | undefined;
+      const visit = (item: unknown, at: string): unknown => {
+        if (typeof item === 'string') return seen++ === index ? ((path = at), change(item)) : item;
+        if (Array.isArray(item)) return item.map((element, i) => visit(element, `${at}/${i}`));
+        if (item && typeof item === 'object') {
+          return Object.fromEntries(
+            Object.entries(item).map(([key, element]) => {
+              const renamed = seen++ === index ? ((path = `${at} (a key)`), change(key)) : key;
+              return [renamed, visit(element, `${at}/${key}`)];
+            }),
+          );
+        }
+        return item;
+      };
+      const changed = visit(value, '');
+      return path === undefined ? undefined : { value: changed, path };
+    };
+    family(
+      'body-bad-unicode',
+      false,
+      fc
+        .tuple(request(), valid, fc.nat(), fc.constantFrom('\ud800', '\udfff', '\u0000'))
+        .map(([r, value, index, bad]) => ({ r, bad, changed: withString(value, index % 64, (text) => `${text}${bad}`) }))
+        .filter(({ changed }) => changed !== undefined)
+        .map(({ r, bad, changed }) => ({
+          ...r,
+          body: { type: 'json' as const, value: changed!.value },
+          description: `${JSON.stringify(bad)} in the string at ${changed!.path || '/'}`,
+          expect: { kind: '4xx' },
+        })),
+    );
+    family(
+      'body-repetition',
+      false,
+      fc
+        .tuple(request(), valid, fc.nat(), fc.constantFrom('{', '[', ' ', 'a', '"', '\\'), fc.integer({ min: 10_000, max: 100_000 }))
+        .map(([r, value, index, char, count]) => ({ r, char, count, changed: withString(value, index % 64, (text) => `t ${text}${char.repeat(count)}`) }))
+        .filter(({ changed }) => changed !== undefined)
+        .map(({ r, char, count, changed }) => ({
+          ...r,
+          body: { type: 'json' as const, value: changed!.value },
+          description: `${count} × ${JSON.stringify(char)} in the string at ${changed!.path || '/'}`,
+          expect: { kind: 'no-5xx' },
+        })),
+    );
     family(
       'body-content-type',
       false,
