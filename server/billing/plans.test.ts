@@ -109,7 +109,7 @@ plans:
     expect(loadConfig({}).stripe).toBeUndefined();
     expect(
       loadConfig({ STRIPE_SECRET_KEY: 'sk_test_x', STRIPE_WEBHOOK_SECRET: 'whsec_x', STRIPE_API_BASE: 'http://127.0.0.1:12111' }).stripe,
-    ).toEqual({ secretKey: 'sk_test_x', webhookSecret: 'whsec_x', apiBase: { protocol: 'http', host: '127.0.0.1', port: 12111 } });
+    ).toEqual({ secretKey: 'sk_test_x', webhookSecret: 'whsec_x', apiBase: { protocol: 'http', host: '127.0.0.1', port: 12111 }, timeoutMs: 8000 });
     expect(loadConfig({}).plans).toEqual(DEFAULT_PLANS);
   });
 });
