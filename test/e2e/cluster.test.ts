@@ -6,9 +6,13 @@
 // duplicate-free events ending in the terminal one, no acknowledged write is lost, and every knowledge
 // job is done once. What it measures (cross-server event lag, cancel latency, kill -9 → every run
 // terminal) is printed, not asserted: the machine's load decides those numbers.
+import { randomUUID } from 'node:crypto';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { Role, TaskState, type Task } from '@a2a-js/sdk';
+import { ClientFactory, JsonRpcTransportFactory, RestTransportFactory } from '@a2a-js/sdk/client';
+import OpenAI from 'openai';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readEventStream } from '../../client/sse.ts';
@@ -115,6 +119,49 @@ describe('a cluster of three servers behind HAProxy', () => {
     const replay = await fetch(`${cluster.url}/v1/runs/${events[0]!.run_id}/events`, { headers: headersFor(apiKey, { Accept: 'text/event-stream' }) });
     for await (const frame of readEventStream<RunEvent>(replay.body!)) replayed.push(frame.data);
     expect(replayed).toEqual(events);
+  });
+
+  it('serves the Responses API and A2A through the load balancer, every server answering alike', async () => {
+    const apiKey = await newKey('protocols@example.com');
+    const created = await fetch(`${cluster.url}/v1/agents`, { method: 'POST', headers: headersFor(apiKey), body: JSON.stringify({ name: 'Echo' }) });
+    expect(created.status).toBe(201);
+    const agentId = ((await created.json()) as { id: string }).id;
+
+    // Responses: created on one server, read, chained and replayed through the others.
+    const openai = new OpenAI({ apiKey, baseURL: `${cluster.url}/v1`, maxRetries: 0 });
+    const first = await openai.responses.create({ model: `agent:${agentId}`, input: 'first words' });
+    expect(first.status).toBe('completed');
+    expect(first.output_text).not.toBe('');
+    for (let i = 0; i < 3; i++) expect(await openai.responses.retrieve(first.id)).toMatchObject({ id: first.id, status: 'completed', output: first.output });
+    const second = await openai.responses.create({ model: `agent:${agentId}`, input: 'second words', previous_response_id: first.id });
+    expect(second.status).toBe('completed');
+    const items = await openai.responses.inputItems.list(second.id);
+    expect(JSON.stringify(items.data)).toContain('second words');
+    const streamed: OpenAI.Responses.ResponseStreamEvent[] = [];
+    for await (const event of await openai.responses.create({ model: `agent:${agentId}`, input: 'streamed words', stream: true })) streamed.push(event);
+    expect(streamed.at(-1)?.type).toBe('response.completed');
+    const id = (streamed[0] as OpenAI.Responses.ResponseCreatedEvent).response.id;
+    for (let i = 0; i < 3; i++) {
+      const replayed: OpenAI.Responses.ResponseStreamEvent[] = [];
+      for await (const event of await openai.responses.retrieve(id, { stream: true })) replayed.push(event);
+      expect(replayed.map((event) => [event.type, event.sequence_number])).toEqual(streamed.map((event) => [event.type, event.sequence_number]));
+    }
+
+    // A2A: the card names the load balancer; a task sent through it reads the same on every server.
+    const fetchImpl: typeof fetch = (input, init) => fetch(input, { ...init, headers: { ...Object.fromEntries(new Headers(init?.headers)), Authorization: `Bearer ${apiKey}` } });
+    const a2a = await new ClientFactory({ transports: [new JsonRpcTransportFactory({ fetchImpl }), new RestTransportFactory({ fetchImpl })] }).createFromUrl(`${cluster.url}/a2a/${agentId}/`);
+    const task = (await a2a.sendMessage({
+      message: { messageId: randomUUID(), contextId: '', taskId: '', role: Role.ROLE_USER, parts: [{ content: { $case: 'text', value: 'over a2a' }, metadata: undefined, filename: '', mediaType: '' }], metadata: undefined, extensions: [], referenceTaskIds: [] },
+      configuration: undefined,
+      metadata: undefined,
+      tenant: '',
+    })) as Task;
+    expect(task.status?.state).toBe(TaskState.TASK_STATE_COMPLETED);
+    for (let i = 0; i < 3; i++) {
+      const read = await a2a.getTask({ id: task.id, historyLength: 0, tenant: '' });
+      expect(read.status?.state).toBe(TaskState.TASK_STATE_COMPLETED);
+      expect(read.artifacts).toEqual(task.artifacts);
+    }
   });
 
   it('streams a run to a client of another server as it happens, and cancels it from there', async () => {
