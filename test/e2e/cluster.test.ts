@@ -277,6 +277,21 @@ describe('a cluster of three servers behind HAProxy', () => {
         return { runId, stream: await follow(response, (events) => events.length >= 2) };
       }),
     );
+    // Background responses on the victim, each followed until its text has begun.
+    const responsesKey = await newKey('kill-responses@example.com');
+    const onVictim = new OpenAI({ apiKey: responsesKey, baseURL: `${victim!.url}/v1`, maxRetries: 0 });
+    const throughLb = new OpenAI({ apiKey: responsesKey, baseURL: `${cluster.url}/v1`, maxRetries: 0 });
+    const background = await Promise.all(
+      Array.from({ length: 3 }, async () => {
+        const created = await onVictim.responses.create({ model: 'scripted', input: SLOW, background: true });
+        const seen: OpenAI.Responses.ResponseStreamEvent[] = [];
+        for await (const event of await throughLb.responses.retrieve(created.id, { stream: true })) {
+          seen.push(event);
+          if (event.type === 'response.output_text.delta') break;
+        }
+        return { id: created.id, seen };
+      }),
+    );
     const writers = startWriters(cluster.url, writersKey, writerAgent, 2);
     await writers.acknowledgedAtLeast(20);
 
@@ -329,6 +344,17 @@ describe('a cluster of three servers behind HAProxy', () => {
 
     expect(writers.unexpected).toEqual([]);
     expect(await missingWrites(cluster.url, writersKey, writers.acknowledged)).toEqual([]);
+
+    // The victim's background responses are failed on the others; their streams resume through the load
+    // balancer after the last event seen, without a gap, to response.failed.
+    for (const { id, seen } of background) {
+      const last = seen.at(-1)!.sequence_number;
+      const rest: OpenAI.Responses.ResponseStreamEvent[] = [];
+      for await (const event of await throughLb.responses.retrieve(id, { stream: true, starting_after: last })) rest.push(event);
+      expect(rest.map((event) => event.sequence_number), id).toEqual(rest.map((_, index) => last + 1 + index));
+      expect(rest.at(-1)?.type, id).toBe('response.failed');
+      expect((await throughLb.responses.retrieve(id)).status).toBe('failed');
+    }
 
     // Every document's job was done, once in effect: ready, with each chunk stored once.
     for (let attempt = 0; attempt < 1200; attempt++) {

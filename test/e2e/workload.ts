@@ -215,6 +215,10 @@ export function startWriters(url: string, apiKey: string, agentId: string, worke
         notify();
       } else if (response.status === 503 && refusal(text)) {
         refused += 1;
+      } else if (response.status === 502 && !response.headers.get('content-type')?.includes('application/json')) {
+        // A load balancer's own 502: the server it chose died with this request in flight. No server
+        // answered it, so it is a cut connection, not an answer (and not acknowledged).
+        connectionErrors += 1;
       } else {
         unexpected.push(`write ${kind} answered ${response.status}: ${text}`);
       }
