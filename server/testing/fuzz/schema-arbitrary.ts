@@ -119,6 +119,14 @@ function numberArbitrary(schema: Schema): fc.Arbitrary<number> {
   );
 }
 
+/** Keys a `propertyNames` schema accepts: a reference or an enum names them; otherwise strings of its shape. */
+function propertyNamesArbitrary(names: Schema, context: SchemaContext, depth: number): fc.Arbitrary<string> {
+  if (names.$ref !== undefined || names.enum !== undefined || names.const !== undefined) {
+    return arbitraryOf(names, context, depth + 1).filter((name): name is string => typeof name === 'string');
+  }
+  return stringArbitrary({ type: 'string', ...names });
+}
+
 function objectArbitrary(schema: Schema, context: SchemaContext, depth: number): fc.Arbitrary<Record<string, Json>> {
   const properties = (schema.properties ?? {}) as Record<string, Schema>;
   const required = (schema.required ?? []) as string[];
@@ -135,7 +143,7 @@ function objectArbitrary(schema: Schema, context: SchemaContext, depth: number):
   const additional = schema.additionalProperties;
   const maxProperties = (schema.maxProperties as number | undefined) ?? Infinity;
   if (additional !== false && !deep) {
-    const names = schema.propertyNames ? stringArbitrary({ type: 'string', ...(schema.propertyNames as Schema) }) : fc.string({ maxLength: 12 });
+    const names = schema.propertyNames ? propertyNamesArbitrary(schema.propertyNames as Schema, context, depth) : fc.string({ maxLength: 12 });
     const values = additional && typeof additional === 'object' ? arbitraryOf(additional as Schema, context, depth + 1) : fc.jsonValue({ maxDepth: 2 });
     const extra = fc.dictionary(names.filter((name) => !(name in properties)), values, {
       maxKeys: Math.max(0, Math.min(EXTRA_ITEMS, maxProperties - required.length)),
