@@ -3916,10 +3916,35 @@ export interface components {
             tenant?: string;
             id: string;
         };
+        /** @description A TaskPushNotificationConfig to store; `id` is chosen by the server when empty. */
+        A2aCreatePushConfigRequest: {
+            tenant?: string;
+            id?: string;
+            taskId: string;
+            url: string;
+            token?: string;
+            authentication?: components["schemas"]["A2aAuthenticationInfo"];
+        };
+        /** @description Names one push notification config of a task (Get and Delete). */
+        A2aPushConfigRequest: {
+            tenant?: string;
+            taskId: string;
+            id: string;
+        };
+        A2aListPushConfigsRequest: {
+            tenant?: string;
+            taskId: string;
+            pageSize?: number;
+            pageToken?: string;
+        };
+        A2aListPushConfigsResponse: {
+            configs: components["schemas"]["A2aTaskPushNotificationConfig"][];
+            nextPageToken?: string;
+        };
         /** @description The request's id, echoed in the response. */
         A2aJsonRpcId: string | number | null;
         /** @description A JSON-RPC 2.0 request; `method` picks the A2A operation and the shape of `params`. */
-        A2aJsonRpcRequest: components["schemas"]["A2aJsonRpcSendMessage"] | components["schemas"]["A2aJsonRpcGetTask"] | components["schemas"]["A2aJsonRpcListTasks"] | components["schemas"]["A2aJsonRpcCancelTask"] | components["schemas"]["A2aJsonRpcSubscribeToTask"] | components["schemas"]["A2aJsonRpcV03Send"] | components["schemas"]["A2aJsonRpcV03Task"] | components["schemas"]["A2aJsonRpcNotOffered"];
+        A2aJsonRpcRequest: components["schemas"]["A2aJsonRpcSendMessage"] | components["schemas"]["A2aJsonRpcGetTask"] | components["schemas"]["A2aJsonRpcListTasks"] | components["schemas"]["A2aJsonRpcCancelTask"] | components["schemas"]["A2aJsonRpcSubscribeToTask"] | components["schemas"]["A2aJsonRpcCreatePushConfig"] | components["schemas"]["A2aJsonRpcGetPushConfig"] | components["schemas"]["A2aJsonRpcDeletePushConfig"] | components["schemas"]["A2aJsonRpcListPushConfigs"] | components["schemas"]["A2aJsonRpcV03Send"] | components["schemas"]["A2aJsonRpcV03Task"] | components["schemas"]["A2aJsonRpcNotOffered"];
         A2aJsonRpcSendMessage: {
             /** @constant */
             jsonrpc: "2.0";
@@ -3975,9 +4000,53 @@ export interface components {
             method: "SubscribeToTask";
             params: components["schemas"]["A2aSubscribeToTaskRequest"];
         };
+        A2aJsonRpcCreatePushConfig: {
+            /** @constant */
+            jsonrpc: "2.0";
+            id?: components["schemas"]["A2aJsonRpcId"];
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            method: "CreateTaskPushNotificationConfig";
+            params: components["schemas"]["A2aCreatePushConfigRequest"];
+        };
+        A2aJsonRpcGetPushConfig: {
+            /** @constant */
+            jsonrpc: "2.0";
+            id?: components["schemas"]["A2aJsonRpcId"];
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            method: "GetTaskPushNotificationConfig";
+            params: components["schemas"]["A2aPushConfigRequest"];
+        };
+        A2aJsonRpcDeletePushConfig: {
+            /** @constant */
+            jsonrpc: "2.0";
+            id?: components["schemas"]["A2aJsonRpcId"];
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            method: "DeleteTaskPushNotificationConfig";
+            params: components["schemas"]["A2aPushConfigRequest"];
+        };
+        A2aJsonRpcListPushConfigs: {
+            /** @constant */
+            jsonrpc: "2.0";
+            id?: components["schemas"]["A2aJsonRpcId"];
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            method: "ListTaskPushNotificationConfigs";
+            params: components["schemas"]["A2aListPushConfigsRequest"];
+        };
         /**
-         * @description Methods of capabilities the card does not declare: push notification configs answer
-         *     PushNotificationNotSupported (-32003), the extended card UnsupportedOperation (-32004).
+         * @description Methods this server does not offer: A2A 0.3's push notification configs answer
+         *     PushNotificationNotSupported (-32003) (1.0's are offered), the extended card UnsupportedOperation (-32004).
          */
         A2aJsonRpcNotOffered: {
             /** @constant */
@@ -3987,7 +4056,7 @@ export interface components {
              * @description discriminator enum property added by openapi-typescript
              * @enum {string}
              */
-            method: "CreateTaskPushNotificationConfig" | "GetTaskPushNotificationConfig" | "ListTaskPushNotificationConfigs" | "DeleteTaskPushNotificationConfig" | "GetExtendedAgentCard" | "tasks/pushNotificationConfig/set" | "tasks/pushNotificationConfig/get" | "tasks/pushNotificationConfig/list" | "tasks/pushNotificationConfig/delete" | "agent/getAuthenticatedExtendedCard";
+            method: "GetExtendedAgentCard" | "tasks/pushNotificationConfig/set" | "tasks/pushNotificationConfig/get" | "tasks/pushNotificationConfig/list" | "tasks/pushNotificationConfig/delete" | "agent/getAuthenticatedExtendedCard";
             params?: components["schemas"]["A2aStruct"];
         };
         A2aJsonRpcError: {
@@ -4002,7 +4071,7 @@ export interface components {
             jsonrpc: "2.0";
             id: components["schemas"]["A2aJsonRpcId"];
             /** @description The method's answer (a `SendMessageResponse`, a `Task`, a `ListTasksResponse`, or in a stream a `StreamResponse`). */
-            result: components["schemas"]["A2aSendMessageResponse"] | components["schemas"]["A2aStreamResponse"] | components["schemas"]["A2aTask"] | components["schemas"]["A2aListTasksResponse"] | components["schemas"]["A2aV03Event"];
+            result: components["schemas"]["A2aSendMessageResponse"] | components["schemas"]["A2aStreamResponse"] | components["schemas"]["A2aTask"] | components["schemas"]["A2aListTasksResponse"] | components["schemas"]["A2aTaskPushNotificationConfig"] | components["schemas"]["A2aListPushConfigsResponse"] | components["schemas"]["A2aV03Event"] | Record<string, never>;
         };
         A2aJsonRpcFailure: {
             /** @constant */
