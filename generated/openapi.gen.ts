@@ -1559,6 +1559,63 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/a2a/{a2aTargetId}/tasks/{a2aTaskId}/pushNotificationConfigs": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The id of an agent (`agt_…`) or a team (`team_…`). */
+                a2aTargetId: components["parameters"]["A2aTargetId"];
+                /** @description A task's id (the id of its run). */
+                a2aTaskId: components["parameters"]["A2aTaskId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * A2A ListTaskPushNotificationConfigs (HTTP+JSON)
+         * @description The task's push configs, all on one page.
+         */
+        get: operations["listA2aPushConfigs"];
+        put?: never;
+        /**
+         * A2A CreateTaskPushNotificationConfig (HTTP+JSON)
+         * @description Leaves a receiver URL on the task; its updates are POSTed there. A refused URL (OUTBOUND_ALLOW) is a 400.
+         */
+        post: operations["createA2aPushConfig"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/a2a/{a2aTargetId}/tasks/{a2aTaskId}/pushNotificationConfigs/{a2aPushConfigId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The id of an agent (`agt_…`) or a team (`team_…`). */
+                a2aTargetId: components["parameters"]["A2aTargetId"];
+                /** @description A task's id (the id of its run). */
+                a2aTaskId: components["parameters"]["A2aTaskId"];
+                /** @description The config's id. */
+                a2aPushConfigId: string;
+            };
+            cookie?: never;
+        };
+        /** A2A GetTaskPushNotificationConfig (HTTP+JSON) */
+        get: operations["getA2aPushConfig"];
+        put?: never;
+        post?: never;
+        /**
+         * A2A DeleteTaskPushNotificationConfig (HTTP+JSON)
+         * @description Deletes the config; updates already enqueued for it are dropped.
+         */
+        delete: operations["deleteA2aPushConfig"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -7931,6 +7988,143 @@ export interface operations {
                 content: {
                     "text/event-stream": components["schemas"]["A2aStreamResponse"];
                 };
+            };
+            400: components["responses"]["A2aRestError"];
+            401: components["responses"]["A2aRestError"];
+            404: components["responses"]["A2aRestError"];
+            default: components["responses"]["A2aRestError"];
+        };
+    };
+    listA2aPushConfigs: {
+        parameters: {
+            query?: {
+                pageSize?: number;
+                pageToken?: string;
+            };
+            header?: {
+                /** @description The A2A version the client speaks (`1.0`); without it a request is A2A 0.3. */
+                "A2A-Version"?: components["parameters"]["A2aVersion"];
+            };
+            path: {
+                /** @description The id of an agent (`agt_…`) or a team (`team_…`). */
+                a2aTargetId: components["parameters"]["A2aTargetId"];
+                /** @description A task's id (the id of its run). */
+                a2aTaskId: components["parameters"]["A2aTaskId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The configs. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["A2aListPushConfigsResponse"];
+                };
+            };
+            400: components["responses"]["A2aRestError"];
+            401: components["responses"]["A2aRestError"];
+            404: components["responses"]["A2aRestError"];
+            default: components["responses"]["A2aRestError"];
+        };
+    };
+    createA2aPushConfig: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The A2A version the client speaks (`1.0`); without it a request is A2A 0.3. */
+                "A2A-Version"?: components["parameters"]["A2aVersion"];
+            };
+            path: {
+                /** @description The id of an agent (`agt_…`) or a team (`team_…`). */
+                a2aTargetId: components["parameters"]["A2aTargetId"];
+                /** @description A task's id (the id of its run). */
+                a2aTaskId: components["parameters"]["A2aTaskId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["A2aTaskPushNotificationConfig"];
+            };
+        };
+        responses: {
+            /** @description The stored config. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["A2aTaskPushNotificationConfig"];
+                };
+            };
+            400: components["responses"]["A2aRestError"];
+            401: components["responses"]["A2aRestError"];
+            404: components["responses"]["A2aRestError"];
+            default: components["responses"]["A2aRestError"];
+        };
+    };
+    getA2aPushConfig: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The A2A version the client speaks (`1.0`); without it a request is A2A 0.3. */
+                "A2A-Version"?: components["parameters"]["A2aVersion"];
+            };
+            path: {
+                /** @description The id of an agent (`agt_…`) or a team (`team_…`). */
+                a2aTargetId: components["parameters"]["A2aTargetId"];
+                /** @description A task's id (the id of its run). */
+                a2aTaskId: components["parameters"]["A2aTaskId"];
+                /** @description The config's id. */
+                a2aPushConfigId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The config. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["A2aTaskPushNotificationConfig"];
+                };
+            };
+            400: components["responses"]["A2aRestError"];
+            401: components["responses"]["A2aRestError"];
+            404: components["responses"]["A2aRestError"];
+            default: components["responses"]["A2aRestError"];
+        };
+    };
+    deleteA2aPushConfig: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The A2A version the client speaks (`1.0`); without it a request is A2A 0.3. */
+                "A2A-Version"?: components["parameters"]["A2aVersion"];
+            };
+            path: {
+                /** @description The id of an agent (`agt_…`) or a team (`team_…`). */
+                a2aTargetId: components["parameters"]["A2aTargetId"];
+                /** @description A task's id (the id of its run). */
+                a2aTaskId: components["parameters"]["A2aTaskId"];
+                /** @description The config's id. */
+                a2aPushConfigId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted. */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             400: components["responses"]["A2aRestError"];
             401: components["responses"]["A2aRestError"];

@@ -18,7 +18,7 @@ import { agentCard, cardFacts, etagOf, matchesEtag } from './card.ts';
 import { A2aError, jsonRpcError, jsonRpcIdOf, restError } from './errors.ts';
 import { statusOfRun, TERMINAL_STATES } from './projection.ts';
 import type { A2aStreamResponse } from './projection.ts';
-import type { A2aPush } from './push.ts';
+import type { A2aPush, A2aPushConfig } from './push.ts';
 import { createA2aTasks } from './tasks.ts';
 import * as v03 from './v03.ts';
 
@@ -75,6 +75,29 @@ export function a2aHandlers(deps: A2aDeps, contract: Pick<Contract, 'version'>) 
     return tasks.taskRow(userId, targetId, taskId);
   };
 
+  /** Push configs of the caller's task of this agent or team, the same for both bindings. */
+  const pushConfigs = {
+    async create(userId: string, targetId: string, taskId: string, config: A2aPushConfig) {
+      const task = await ownTask(userId, targetId, taskId);
+      const finished = TERMINAL_STATES.includes(statusOfRun({ taskId: task.id, contextId: task.session_id }, task).state);
+      return deps.a2aPush.create(userId, task.id, { ...config, taskId: task.id }, { finished });
+    },
+    async get(userId: string, targetId: string, taskId: string, id: string) {
+      const task = await ownTask(userId, targetId, taskId);
+      const config = await deps.a2aPush.get(task.id, id);
+      if (!config) throw pushConfigNotFound(task.id, id);
+      return config;
+    },
+    async list(userId: string, targetId: string, taskId: string) {
+      const task = await ownTask(userId, targetId, taskId);
+      return { configs: await deps.a2aPush.list(task.id), nextPageToken: '' };
+    },
+    async remove(userId: string, targetId: string, taskId: string, id: string) {
+      const task = await ownTask(userId, targetId, taskId);
+      if (!(await deps.a2aPush.remove(task.id, id))) throw pushConfigNotFound(task.id, id);
+    },
+  };
+
   const frames = async function* <T>(events: AsyncIterable<A2aStreamResponse>, wrap: (event: A2aStreamResponse) => T): AsyncGenerator<SseFrame<T>> {
     for await (const event of events) yield { data: wrap(event) };
   };
@@ -110,26 +133,15 @@ export function a2aHandlers(deps: A2aDeps, contract: Pick<Contract, 'version'>) 
           return answer(await tasks.cancel(caller, target, body.params.id));
         case 'SubscribeToTask':
           return stream(await tasks.subscribe(caller, target, body.params.id, signal));
-        case 'CreateTaskPushNotificationConfig': {
-          const task = await ownTask(caller.userId, target, body.params.taskId);
-          const finished = TERMINAL_STATES.includes(statusOfRun({ taskId: task.id, contextId: task.session_id }, task).state);
-          return answer(await deps.a2aPush.create(caller.userId, task.id, body.params, { finished }));
-        }
-        case 'GetTaskPushNotificationConfig': {
-          const task = await ownTask(caller.userId, target, body.params.taskId);
-          const config = await deps.a2aPush.get(task.id, body.params.id);
-          if (!config) throw pushConfigNotFound(task.id, body.params.id);
-          return answer(config);
-        }
-        case 'ListTaskPushNotificationConfigs': {
-          const task = await ownTask(caller.userId, target, body.params.taskId);
-          return answer({ configs: await deps.a2aPush.list(task.id), nextPageToken: '' });
-        }
-        case 'DeleteTaskPushNotificationConfig': {
-          const task = await ownTask(caller.userId, target, body.params.taskId);
-          if (!(await deps.a2aPush.remove(task.id, body.params.id))) throw pushConfigNotFound(task.id, body.params.id);
+        case 'CreateTaskPushNotificationConfig':
+          return answer(await pushConfigs.create(caller.userId, target, body.params.taskId, body.params));
+        case 'GetTaskPushNotificationConfig':
+          return answer(await pushConfigs.get(caller.userId, target, body.params.taskId, body.params.id));
+        case 'ListTaskPushNotificationConfigs':
+          return answer(await pushConfigs.list(caller.userId, target, body.params.taskId));
+        case 'DeleteTaskPushNotificationConfig':
+          await pushConfigs.remove(caller.userId, target, body.params.taskId, body.params.id);
           return answer({});
-        }
         // A2A 0.3: the same operations, translated in and out.
         case 'message/send': {
           const request = v03.sendParamsIn(body.params);
@@ -182,6 +194,27 @@ export function a2aHandlers(deps: A2aDeps, contract: Pick<Contract, 'version'>) 
     async subscribeToA2aTask({ auth, params, headers, signal }) {
       checkVersion(headers);
       return { status: 200, stream: frames(await tasks.subscribe(callerOf(auth), params.a2aTargetId, params.a2aTaskId, signal), (event) => event) };
+    },
+
+    async createA2aPushConfig({ auth, body, params, headers }) {
+      checkVersion(headers);
+      return { status: 200, body: await pushConfigs.create(callerOf(auth).userId, params.a2aTargetId, params.a2aTaskId, body) };
+    },
+
+    async listA2aPushConfigs({ auth, params, headers }) {
+      checkVersion(headers);
+      return { status: 200, body: await pushConfigs.list(callerOf(auth).userId, params.a2aTargetId, params.a2aTaskId) };
+    },
+
+    async getA2aPushConfig({ auth, params, headers }) {
+      checkVersion(headers);
+      return { status: 200, body: await pushConfigs.get(callerOf(auth).userId, params.a2aTargetId, params.a2aTaskId, params.a2aPushConfigId) };
+    },
+
+    async deleteA2aPushConfig({ auth, params, headers }) {
+      checkVersion(headers);
+      await pushConfigs.remove(callerOf(auth).userId, params.a2aTargetId, params.a2aTaskId, params.a2aPushConfigId);
+      return { status: 204 };
     },
   } satisfies Partial<AppHandlers>;
 }

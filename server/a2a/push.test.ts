@@ -1,4 +1,4 @@
-// A2A push notifications end to end: the official client (`@a2a-js/sdk`) stores, reads, lists and deletes
+// A2A push notifications end to end: the official client (`@a2a-js/sdk`, both bindings) stores, reads, lists and deletes
 // push configs, and a receiver on loopback (allowed by OUTBOUND_ALLOW) gets the finished task with the
 // config's token and credentials, also when it fails the first delivery. A private address the allow-list
 // does not name is refused; another user's task is not found.
@@ -6,13 +6,16 @@ import { randomUUID } from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Role, TaskState, type Part, type Task } from '@a2a-js/sdk';
-import { ClientFactory, JsonRpcTransportFactory, type Client } from '@a2a-js/sdk/client';
+import { ClientFactory, JsonRpcTransportFactory, RestTransportFactory, type Client } from '@a2a-js/sdk/client';
 import { TaskNotFoundError } from '@a2a-js/sdk/errors';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { availableEngines } from '../testing/database.ts';
 import { startFakeOpenAI, type FakeOpenAI } from '../testing/fake-openai.ts';
 import { startTestServer, type TestServer, type TestUser } from '../testing/harness.ts';
 import { unlimitedPlanEnv } from '../testing/plans.ts';
+
+type Binding = 'JSONRPC' | 'HTTP+JSON';
+const BINDINGS: Binding[] = ['JSONRPC', 'HTTP+JSON'];
 
 interface Delivery {
   path: string;
@@ -101,13 +104,13 @@ describe.each(await availableEngines())('A2A push notifications (%s)', (engine) 
     return ((await response.json()) as { id: string }).id;
   }
 
-  async function clientFor(id: string, owner: TestUser = user): Promise<Client> {
+  async function clientFor(id: string, owner: TestUser = user, binding: Binding = 'JSONRPC'): Promise<Client> {
     const fetchImpl: typeof fetch = (input, init) => {
       const headers = new Headers(init?.headers);
       headers.set('Authorization', `Bearer ${owner.apiKey}`);
       return fetch(input, { ...init, headers });
     };
-    const factory = new ClientFactory({ transports: [new JsonRpcTransportFactory({ fetchImpl })], preferredTransports: ['JSONRPC'] });
+    const factory = new ClientFactory({ transports: [new JsonRpcTransportFactory({ fetchImpl }), new RestTransportFactory({ fetchImpl })], preferredTransports: [binding] });
     return factory.createFromAgentCard(await (await fetch(`${server.url}/a2a/${id}/.well-known/agent-card.json`)).json());
   }
 
@@ -119,8 +122,8 @@ describe.each(await availableEngines())('A2A push notifications (%s)', (engine) 
     expect(card.capabilities.pushNotifications).toBe(true);
   });
 
-  it('creates, reads, lists and deletes a task’s push configs', async () => {
-    const client = await clientFor(agentId);
+  it.each(BINDINGS)('creates, reads, lists and deletes a task’s push configs (%s)', async (binding) => {
+    const client = await clientFor(agentId, user, binding);
     const task = (await client.sendMessage(userMessage('hello'))) as Task;
     const created = await client.createTaskPushNotificationConfig(pushConfig(task.id, 'first', `${receiver.url}/crud`, 'tok-crud'));
     expect(created).toMatchObject({ id: 'first', taskId: task.id, url: `${receiver.url}/crud`, token: 'tok-crud' });
@@ -171,9 +174,9 @@ describe.each(await availableEngines())('A2A push notifications (%s)', (engine) 
     expect((await client.listTaskPushNotificationConfig({ tenant: '', taskId: task.id, pageSize: 0, pageToken: '' })).configs).toEqual([]);
   });
 
-  it('answers another user’s task as a missing one', async () => {
+  it.each(BINDINGS)('answers another user’s task as a missing one (%s)', async (binding) => {
     const task = (await (await clientFor(agentId)).sendMessage(userMessage('mine'))) as Task;
-    const other = await clientFor(strangerAgentId, stranger);
+    const other = await clientFor(strangerAgentId, stranger, binding);
     await expect(other.createTaskPushNotificationConfig(pushConfig(task.id, 'steal', `${receiver.url}/steal`))).rejects.toBeInstanceOf(TaskNotFoundError);
     await expect(other.listTaskPushNotificationConfig({ tenant: '', taskId: task.id, pageSize: 0, pageToken: '' })).rejects.toBeInstanceOf(TaskNotFoundError);
     await expect(other.getTaskPushNotificationConfig({ tenant: '', taskId: task.id, id: 'x' })).rejects.toBeInstanceOf(TaskNotFoundError);
