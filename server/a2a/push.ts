@@ -8,11 +8,11 @@
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { components } from '../../generated/openapi.gen.ts';
-import { invalidRequest } from '../errors.ts';
+import { ApiError, invalidRequest } from '../errors.ts';
 import type { Jobs } from '../jobs/jobs.ts';
 import { OutboundRefused, type OutboundPolicy } from '../net/outbound.ts';
 import type { RunEngine } from '../runs/engine.ts';
-import type { RunStore } from '../runs/store.ts';
+import type { RunRow, RunStore } from '../runs/store.ts';
 import type { Queryable } from '../store/db.ts';
 import { TaskProjection, type A2aStreamResponse } from './projection.ts';
 
@@ -100,7 +100,13 @@ export function createA2aPush(deps: PushDeps) {
 
   /** Follows a task's run and announces its status changes, then the task when it ends or waits for input. */
   async function watchJob(payload: WatchPayload, job: { signal: AbortSignal }): Promise<void> {
-    const row = await deps.runs.get(payload.userId, payload.taskId);
+    let row: RunRow;
+    try {
+      row = await deps.runs.get(payload.userId, payload.taskId);
+    } catch (error) {
+      if (error instanceof ApiError && error.code === 'not_found') return; // The task is gone, and its configs with it.
+      throw error;
+    }
     const projection = new TaskProjection({ taskId: row.id, contextId: row.session_id });
     for (let after = 0; after < payload.after; ) {
       const page = await deps.runs.events(row.id, after, EVENT_PAGE);
