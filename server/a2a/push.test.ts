@@ -82,6 +82,7 @@ describe.each(await availableEngines())('A2A push notifications (%s)', (engine) 
   let stranger: TestUser;
   let agentId: string;
   let strangerAgentId: string;
+  let toolAgentId: string;
 
   beforeAll(async () => {
     upstream = await startFakeOpenAI({ models: ['scripted'] });
@@ -91,6 +92,10 @@ describe.each(await availableEngines())('A2A push notifications (%s)', (engine) 
     stranger = await server.signUp();
     agentId = await create(user, { name: 'Echo' });
     strangerAgentId = await create(stranger, { name: 'Other' });
+    toolAgentId = await create(user, {
+      name: 'Asker',
+      tools: [{ type: 'function', function: { name: 'lookup', description: 'Looks things up.', parameters: { type: 'object', properties: { q: { type: 'string' } } } } }],
+    });
   });
   afterAll(async () => {
     await server?.close();
@@ -114,8 +119,18 @@ describe.each(await availableEngines())('A2A push notifications (%s)', (engine) 
     return factory.createFromAgentCard(await (await fetch(`${server.url}/a2a/${id}/.well-known/agent-card.json`)).json());
   }
 
-  const finishedDelivery = (path: string, taskId: string) =>
-    receiver.deliveries.find((delivery) => delivery.path === path && delivery.body.task?.id === taskId && delivery.body.task.status.state === 'TASK_STATE_COMPLETED');
+  const finishedDelivery = (path: string, taskId: string, state = 'TASK_STATE_COMPLETED') =>
+    receiver.deliveries.find((delivery) => delivery.path === path && delivery.body.task?.id === taskId && delivery.body.task.status.state === state);
+
+  const delivered = (path: string, taskId: string, state?: string) =>
+    vi.waitFor(
+      () => {
+        const found = finishedDelivery(path, taskId, state);
+        if (!found) throw new Error('not delivered yet');
+        return found;
+      },
+      { timeout: 60_000, interval: 100 },
+    );
 
   it('declares push notifications on the card', async () => {
     const card = (await (await fetch(`${server.url}/a2a/${agentId}/.well-known/agent-card.json`)).json()) as { capabilities: Record<string, unknown> };
@@ -164,6 +179,20 @@ describe.each(await availableEngines())('A2A push notifications (%s)', (engine) 
       { timeout: 60_000, interval: 100 },
     );
     expect(receiver.attempts.get('/flaky')).toBeGreaterThanOrEqual(2);
+  });
+
+  it('posts the task when it asks for input, and again when the next turn finishes it', async () => {
+    const client = await clientFor(toolAgentId);
+    const asked = (await client.sendMessage(userMessage('lookup {"q": "otters"}', { url: `${receiver.url}/turns`, token: 'tok-turns' }))) as Task;
+    expect(asked.status?.state).toBe(TaskState.TASK_STATE_INPUT_REQUIRED);
+    await delivered('/turns', asked.id, 'TASK_STATE_INPUT_REQUIRED');
+    const request = asked.status!.message!.parts[0]!.content as { value: { toolCallId: string } };
+    const answer: Part = { content: { $case: 'data', value: { toolCallId: request.value.toolCallId, output: '42 otters' } }, metadata: undefined, filename: '', mediaType: 'application/json' };
+    const resume = userMessage('');
+    const done = (await client.sendMessage({ ...resume, message: { ...resume.message, taskId: asked.id, contextId: asked.contextId, parts: [answer] } })) as Task;
+    expect(done.status?.state).toBe(TaskState.TASK_STATE_COMPLETED);
+    const last = await delivered('/turns', asked.id);
+    expect(last.headers['x-a2a-notification-token']).toBe('tok-turns');
   });
 
   it('refuses a private receiver the allow-list does not name', async () => {
