@@ -1602,7 +1602,10 @@ export interface paths {
             };
             cookie?: never;
         };
-        /** A2A GetTaskPushNotificationConfig (HTTP+JSON) */
+        /**
+         * A2A GetTaskPushNotificationConfig (HTTP+JSON)
+         * @description One push config of the caller's task; a missing one is not found.
+         */
         get: operations["getA2aPushConfig"];
         put?: never;
         post?: never;
