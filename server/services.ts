@@ -205,7 +205,7 @@ export async function createServices(config: Config, overrides: ServiceOverrides
   await engine.start();
   const teams = createTeamStore({ db, agents, models });
   const teamRunner = createTeamRunner({ startTurn: engine.startTurn, lifecycle: runLifecycle, serverTools, teams, runs, logger });
-  const a2aPush = createA2aPush({ db, jobs, outbound, engine, runs, logger, options: { timeoutMs: 10_000, retryDelaySeconds: 1, retryLimit: 10 } });
+  const a2aPush = createA2aPush({ db, jobs, outbound, engine, runs, logger, sealer, options: { timeoutMs: 10_000, retryDelaySeconds: 1, retryLimit: 10 } });
   await a2aPush.start();
   // Open streams end with a final event as soon as shutdown begins, so that draining does not wait on them.
   lifecycle.shuttingDown.addEventListener('abort', () => void engine.stop(), { once: true });

@@ -10,6 +10,7 @@ import type { Logger } from 'pino';
 import type { components } from '../../generated/openapi.gen.ts';
 import { ApiError, invalidRequest } from '../errors.ts';
 import type { Jobs } from '../jobs/jobs.ts';
+import type { Sealer } from '../mcp/secrets.ts';
 import { OutboundRefused, type OutboundPolicy } from '../net/outbound.ts';
 import type { RunEngine } from '../runs/engine.ts';
 import type { RunRow, RunStore } from '../runs/store.ts';
@@ -43,6 +44,8 @@ export interface PushDeps {
   engine: RunEngine;
   runs: RunStore;
   logger: Logger;
+  /** Credentials are kept sealed at rest. */
+  sealer: Sealer;
   options: PushOptions;
 }
 
@@ -69,13 +72,14 @@ interface DeliverPayload {
   body: A2aStreamResponse;
 }
 
-function configOut(row: ConfigRow): A2aPushConfig {
+function configOut(row: ConfigRow, sealer: Sealer): A2aPushConfig {
+  const credentials = row.auth_credentials ? sealer.open(row.auth_credentials) : undefined;
   return {
     id: row.id,
     taskId: row.task_id,
     url: row.url,
     ...(row.token ? { token: row.token } : {}),
-    ...(row.auth_scheme ? { authentication: { scheme: row.auth_scheme, ...(row.auth_credentials ? { credentials: row.auth_credentials } : {}) } } : {}),
+    ...(row.auth_scheme ? { authentication: { scheme: row.auth_scheme, ...(credentials ? { credentials } : {}) } } : {}),
   };
 }
 
@@ -131,7 +135,7 @@ export function createA2aPush(deps: PushDeps) {
     if (!config) return; // Deleted since: nobody wants it any more.
     const headers: Record<string, string> = { 'Content-Type': 'application/a2a+json' };
     if (config.token) headers[TOKEN_HEADER] = config.token;
-    if (config.auth_scheme && config.auth_credentials) headers.Authorization = `${config.auth_scheme} ${config.auth_credentials}`;
+    if (config.auth_scheme && config.auth_credentials) headers.Authorization = `${config.auth_scheme} ${deps.sealer.open(config.auth_credentials)}`;
     const response = await deps.outbound.fetch(config.url, {
       method: 'POST',
       headers,
@@ -186,10 +190,10 @@ export function createA2aPush(deps: PushDeps) {
         `INSERT INTO a2a_push_configs (task_id, id, user_id, url, token, auth_scheme, auth_credentials) VALUES ($1, $2, $3, $4, $5, $6, $7)
          ON CONFLICT (task_id, id) DO UPDATE SET url = excluded.url, token = excluded.token, auth_scheme = excluded.auth_scheme, auth_credentials = excluded.auth_credentials
          RETURNING *`,
-        [taskId, id, userId, url.href, config.token || null, config.authentication?.scheme || null, config.authentication?.credentials || null],
+        [taskId, id, userId, url.href, config.token || null, config.authentication?.scheme || null, config.authentication?.credentials ? deps.sealer.seal(config.authentication.credentials) : null],
       );
       if (!options.finished) await this.watch(userId, taskId, options.watchAfter ?? (await lastSequence(taskId)));
-      return configOut(row!);
+      return configOut(row!, deps.sealer);
     },
 
     /** Follows a task's turn from after an event, when it has configs. */
@@ -204,11 +208,11 @@ export function createA2aPush(deps: PushDeps) {
 
     async get(taskId: string, id: string): Promise<A2aPushConfig | undefined> {
       const [row] = await db.query<ConfigRow>('SELECT * FROM a2a_push_configs WHERE task_id = $1 AND id = $2', [taskId, id]);
-      return row ? configOut(row) : undefined;
+      return row ? configOut(row, deps.sealer) : undefined;
     },
 
     async list(taskId: string): Promise<A2aPushConfig[]> {
-      return (await configsOf(taskId)).map(configOut);
+      return (await configsOf(taskId)).map((row) => configOut(row, deps.sealer));
     },
 
     async remove(taskId: string, id: string): Promise<boolean> {

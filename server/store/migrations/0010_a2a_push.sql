@@ -7,6 +7,7 @@ CREATE TABLE a2a_push_configs (
   url text NOT NULL,
   token text,
   auth_scheme text,
+  -- Sealed (server/mcp/secrets.ts), like MCP servers' credentials.
   auth_credentials text,
   created_at timestamptz NOT NULL DEFAULT now(),
   PRIMARY KEY (task_id, id)
