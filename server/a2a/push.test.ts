@@ -167,6 +167,12 @@ describe.each(await availableEngines())('A2A push notifications (%s)', (engine) 
     expect(delivery.headers['x-a2a-notification-token']).toBe('tok-123');
     expect(delivery.headers.authorization).toBe('Bearer receiver-secret');
     expect(delivery.body.task?.id).toBe(task.id);
+    // Kept sealed in the database, read back in the clear.
+    const [stored] = await server.services.db.query<{ auth_credentials: string }>('SELECT auth_credentials FROM a2a_push_configs WHERE task_id = $1', [task.id]);
+    expect(stored?.auth_credentials).toBeTruthy();
+    expect(stored?.auth_credentials).not.toContain('receiver-secret');
+    const [config] = (await client.listTaskPushNotificationConfig({ tenant: '', taskId: task.id, pageSize: 0, pageToken: '' })).configs;
+    expect(config?.authentication?.credentials).toBe('receiver-secret');
   });
 
   it('delivers again after the receiver fails the first time', async () => {
