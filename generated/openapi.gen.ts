@@ -1559,6 +1559,66 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/a2a/{a2aTargetId}/tasks/{a2aTaskId}/pushNotificationConfigs": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The id of an agent (`agt_…`) or a team (`team_…`). */
+                a2aTargetId: components["parameters"]["A2aTargetId"];
+                /** @description A task's id (the id of its run). */
+                a2aTaskId: components["parameters"]["A2aTaskId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * A2A ListTaskPushNotificationConfigs (HTTP+JSON)
+         * @description The task's push configs, all on one page.
+         */
+        get: operations["listA2aPushConfigs"];
+        put?: never;
+        /**
+         * A2A CreateTaskPushNotificationConfig (HTTP+JSON)
+         * @description Leaves a receiver URL on the task; its updates are POSTed there. A refused URL (OUTBOUND_ALLOW) is a 400.
+         */
+        post: operations["createA2aPushConfig"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/a2a/{a2aTargetId}/tasks/{a2aTaskId}/pushNotificationConfigs/{a2aPushConfigId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The id of an agent (`agt_…`) or a team (`team_…`). */
+                a2aTargetId: components["parameters"]["A2aTargetId"];
+                /** @description A task's id (the id of its run). */
+                a2aTaskId: components["parameters"]["A2aTaskId"];
+                /** @description The config's id. */
+                a2aPushConfigId: string;
+            };
+            cookie?: never;
+        };
+        /**
+         * A2A GetTaskPushNotificationConfig (HTTP+JSON)
+         * @description One push config of the caller's task; a missing one is not found.
+         */
+        get: operations["getA2aPushConfig"];
+        put?: never;
+        post?: never;
+        /**
+         * A2A DeleteTaskPushNotificationConfig (HTTP+JSON)
+         * @description Deletes the config; updates already enqueued for it are dropped.
+         */
+        delete: operations["deleteA2aPushConfig"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -3916,10 +3976,35 @@ export interface components {
             tenant?: string;
             id: string;
         };
+        /** @description A TaskPushNotificationConfig to store; `id` is chosen by the server when empty. */
+        A2aCreatePushConfigRequest: {
+            tenant?: string;
+            id?: string;
+            taskId: string;
+            url: string;
+            token?: string;
+            authentication?: components["schemas"]["A2aAuthenticationInfo"];
+        };
+        /** @description Names one push notification config of a task (Get and Delete). */
+        A2aPushConfigRequest: {
+            tenant?: string;
+            taskId: string;
+            id: string;
+        };
+        A2aListPushConfigsRequest: {
+            tenant?: string;
+            taskId: string;
+            pageSize?: number;
+            pageToken?: string;
+        };
+        A2aListPushConfigsResponse: {
+            configs: components["schemas"]["A2aTaskPushNotificationConfig"][];
+            nextPageToken?: string;
+        };
         /** @description The request's id, echoed in the response. */
         A2aJsonRpcId: string | number | null;
         /** @description A JSON-RPC 2.0 request; `method` picks the A2A operation and the shape of `params`. */
-        A2aJsonRpcRequest: components["schemas"]["A2aJsonRpcSendMessage"] | components["schemas"]["A2aJsonRpcGetTask"] | components["schemas"]["A2aJsonRpcListTasks"] | components["schemas"]["A2aJsonRpcCancelTask"] | components["schemas"]["A2aJsonRpcSubscribeToTask"] | components["schemas"]["A2aJsonRpcV03Send"] | components["schemas"]["A2aJsonRpcV03Task"] | components["schemas"]["A2aJsonRpcNotOffered"];
+        A2aJsonRpcRequest: components["schemas"]["A2aJsonRpcSendMessage"] | components["schemas"]["A2aJsonRpcGetTask"] | components["schemas"]["A2aJsonRpcListTasks"] | components["schemas"]["A2aJsonRpcCancelTask"] | components["schemas"]["A2aJsonRpcSubscribeToTask"] | components["schemas"]["A2aJsonRpcCreatePushConfig"] | components["schemas"]["A2aJsonRpcGetPushConfig"] | components["schemas"]["A2aJsonRpcDeletePushConfig"] | components["schemas"]["A2aJsonRpcListPushConfigs"] | components["schemas"]["A2aJsonRpcV03Send"] | components["schemas"]["A2aJsonRpcV03Task"] | components["schemas"]["A2aJsonRpcNotOffered"];
         A2aJsonRpcSendMessage: {
             /** @constant */
             jsonrpc: "2.0";
@@ -3975,9 +4060,53 @@ export interface components {
             method: "SubscribeToTask";
             params: components["schemas"]["A2aSubscribeToTaskRequest"];
         };
+        A2aJsonRpcCreatePushConfig: {
+            /** @constant */
+            jsonrpc: "2.0";
+            id?: components["schemas"]["A2aJsonRpcId"];
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            method: "CreateTaskPushNotificationConfig";
+            params: components["schemas"]["A2aCreatePushConfigRequest"];
+        };
+        A2aJsonRpcGetPushConfig: {
+            /** @constant */
+            jsonrpc: "2.0";
+            id?: components["schemas"]["A2aJsonRpcId"];
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            method: "GetTaskPushNotificationConfig";
+            params: components["schemas"]["A2aPushConfigRequest"];
+        };
+        A2aJsonRpcDeletePushConfig: {
+            /** @constant */
+            jsonrpc: "2.0";
+            id?: components["schemas"]["A2aJsonRpcId"];
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            method: "DeleteTaskPushNotificationConfig";
+            params: components["schemas"]["A2aPushConfigRequest"];
+        };
+        A2aJsonRpcListPushConfigs: {
+            /** @constant */
+            jsonrpc: "2.0";
+            id?: components["schemas"]["A2aJsonRpcId"];
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            method: "ListTaskPushNotificationConfigs";
+            params: components["schemas"]["A2aListPushConfigsRequest"];
+        };
         /**
-         * @description Methods of capabilities the card does not declare: push notification configs answer
-         *     PushNotificationNotSupported (-32003), the extended card UnsupportedOperation (-32004).
+         * @description Methods this server does not offer: A2A 0.3's push notification configs answer
+         *     PushNotificationNotSupported (-32003) (1.0's are offered), the extended card UnsupportedOperation (-32004).
          */
         A2aJsonRpcNotOffered: {
             /** @constant */
@@ -3987,7 +4116,7 @@ export interface components {
              * @description discriminator enum property added by openapi-typescript
              * @enum {string}
              */
-            method: "CreateTaskPushNotificationConfig" | "GetTaskPushNotificationConfig" | "ListTaskPushNotificationConfigs" | "DeleteTaskPushNotificationConfig" | "GetExtendedAgentCard" | "tasks/pushNotificationConfig/set" | "tasks/pushNotificationConfig/get" | "tasks/pushNotificationConfig/list" | "tasks/pushNotificationConfig/delete" | "agent/getAuthenticatedExtendedCard";
+            method: "GetExtendedAgentCard" | "tasks/pushNotificationConfig/set" | "tasks/pushNotificationConfig/get" | "tasks/pushNotificationConfig/list" | "tasks/pushNotificationConfig/delete" | "agent/getAuthenticatedExtendedCard";
             params?: components["schemas"]["A2aStruct"];
         };
         A2aJsonRpcError: {
@@ -4002,7 +4131,7 @@ export interface components {
             jsonrpc: "2.0";
             id: components["schemas"]["A2aJsonRpcId"];
             /** @description The method's answer (a `SendMessageResponse`, a `Task`, a `ListTasksResponse`, or in a stream a `StreamResponse`). */
-            result: components["schemas"]["A2aSendMessageResponse"] | components["schemas"]["A2aStreamResponse"] | components["schemas"]["A2aTask"] | components["schemas"]["A2aListTasksResponse"] | components["schemas"]["A2aV03Event"];
+            result: components["schemas"]["A2aSendMessageResponse"] | components["schemas"]["A2aStreamResponse"] | components["schemas"]["A2aTask"] | components["schemas"]["A2aListTasksResponse"] | components["schemas"]["A2aTaskPushNotificationConfig"] | components["schemas"]["A2aListPushConfigsResponse"] | components["schemas"]["A2aV03Event"] | Record<string, never>;
         };
         A2aJsonRpcFailure: {
             /** @constant */
@@ -7862,6 +7991,143 @@ export interface operations {
                 content: {
                     "text/event-stream": components["schemas"]["A2aStreamResponse"];
                 };
+            };
+            400: components["responses"]["A2aRestError"];
+            401: components["responses"]["A2aRestError"];
+            404: components["responses"]["A2aRestError"];
+            default: components["responses"]["A2aRestError"];
+        };
+    };
+    listA2aPushConfigs: {
+        parameters: {
+            query?: {
+                pageSize?: number;
+                pageToken?: string;
+            };
+            header?: {
+                /** @description The A2A version the client speaks (`1.0`); without it a request is A2A 0.3. */
+                "A2A-Version"?: components["parameters"]["A2aVersion"];
+            };
+            path: {
+                /** @description The id of an agent (`agt_…`) or a team (`team_…`). */
+                a2aTargetId: components["parameters"]["A2aTargetId"];
+                /** @description A task's id (the id of its run). */
+                a2aTaskId: components["parameters"]["A2aTaskId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The configs. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["A2aListPushConfigsResponse"];
+                };
+            };
+            400: components["responses"]["A2aRestError"];
+            401: components["responses"]["A2aRestError"];
+            404: components["responses"]["A2aRestError"];
+            default: components["responses"]["A2aRestError"];
+        };
+    };
+    createA2aPushConfig: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The A2A version the client speaks (`1.0`); without it a request is A2A 0.3. */
+                "A2A-Version"?: components["parameters"]["A2aVersion"];
+            };
+            path: {
+                /** @description The id of an agent (`agt_…`) or a team (`team_…`). */
+                a2aTargetId: components["parameters"]["A2aTargetId"];
+                /** @description A task's id (the id of its run). */
+                a2aTaskId: components["parameters"]["A2aTaskId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["A2aTaskPushNotificationConfig"];
+            };
+        };
+        responses: {
+            /** @description The stored config. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["A2aTaskPushNotificationConfig"];
+                };
+            };
+            400: components["responses"]["A2aRestError"];
+            401: components["responses"]["A2aRestError"];
+            404: components["responses"]["A2aRestError"];
+            default: components["responses"]["A2aRestError"];
+        };
+    };
+    getA2aPushConfig: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The A2A version the client speaks (`1.0`); without it a request is A2A 0.3. */
+                "A2A-Version"?: components["parameters"]["A2aVersion"];
+            };
+            path: {
+                /** @description The id of an agent (`agt_…`) or a team (`team_…`). */
+                a2aTargetId: components["parameters"]["A2aTargetId"];
+                /** @description A task's id (the id of its run). */
+                a2aTaskId: components["parameters"]["A2aTaskId"];
+                /** @description The config's id. */
+                a2aPushConfigId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The config. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["A2aTaskPushNotificationConfig"];
+                };
+            };
+            400: components["responses"]["A2aRestError"];
+            401: components["responses"]["A2aRestError"];
+            404: components["responses"]["A2aRestError"];
+            default: components["responses"]["A2aRestError"];
+        };
+    };
+    deleteA2aPushConfig: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The A2A version the client speaks (`1.0`); without it a request is A2A 0.3. */
+                "A2A-Version"?: components["parameters"]["A2aVersion"];
+            };
+            path: {
+                /** @description The id of an agent (`agt_…`) or a team (`team_…`). */
+                a2aTargetId: components["parameters"]["A2aTargetId"];
+                /** @description A task's id (the id of its run). */
+                a2aTaskId: components["parameters"]["A2aTaskId"];
+                /** @description The config's id. */
+                a2aPushConfigId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted. */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             400: components["responses"]["A2aRestError"];
             401: components["responses"]["A2aRestError"];

@@ -72,7 +72,11 @@ export type SecuredOperationId =
   | 'listA2aTasks'
   | 'getA2aTask'
   | 'cancelA2aTask'
-  | 'subscribeToA2aTask';
+  | 'subscribeToA2aTask'
+  | 'listA2aPushConfigs'
+  | 'createA2aPushConfig'
+  | 'getA2aPushConfig'
+  | 'deleteA2aPushConfig';
 
 type Op<K extends OperationId> = operations[K];
 type ParamsOf<K extends OperationId, In extends 'path' | 'query'> = [Op<K>['parameters'][In]] extends [undefined]
@@ -281,6 +285,14 @@ export interface Handlers<Auth, Ctx = object> {
   cancelA2aTask: Handler<'cancelA2aTask', 200, Auth, Ctx>;
   /** POST /a2a/{a2aTargetId}/tasks/{a2aTaskId}:subscribe: A2A SubscribeToTask (HTTP+JSON) */
   subscribeToA2aTask: Handler<'subscribeToA2aTask', 200, Auth, Ctx>;
+  /** GET /a2a/{a2aTargetId}/tasks/{a2aTaskId}/pushNotificationConfigs: A2A ListTaskPushNotificationConfigs (HTTP+JSON) */
+  listA2aPushConfigs: Handler<'listA2aPushConfigs', 200, Auth, Ctx>;
+  /** POST /a2a/{a2aTargetId}/tasks/{a2aTaskId}/pushNotificationConfigs: A2A CreateTaskPushNotificationConfig (HTTP+JSON) */
+  createA2aPushConfig: Handler<'createA2aPushConfig', 200, Auth, Ctx>;
+  /** GET /a2a/{a2aTargetId}/tasks/{a2aTaskId}/pushNotificationConfigs/{a2aPushConfigId}: A2A GetTaskPushNotificationConfig (HTTP+JSON) */
+  getA2aPushConfig: Handler<'getA2aPushConfig', 200, Auth, Ctx>;
+  /** DELETE /a2a/{a2aTargetId}/tasks/{a2aTaskId}/pushNotificationConfigs/{a2aPushConfigId}: A2A DeleteTaskPushNotificationConfig (HTTP+JSON) */
+  deleteA2aPushConfig: Handler<'deleteA2aPushConfig', 204, Auth, Ctx>;
 }
 
 export interface RouteSpec {
@@ -380,4 +392,8 @@ export const routes: readonly RouteSpec[] = [
   { operationId: 'getA2aTask', method: 'get', path: '/a2a/{a2aTargetId}/tasks/{a2aTaskId}', expressPath: "/a2a/:a2aTargetId/tasks/:a2aTaskId", secured: true, handlerStatuses: [200], responseContent: {"200":["application/json"]}, requestContentTypes: [], errorFormat: "a2a-rest" },
   { operationId: 'cancelA2aTask', method: 'post', path: '/a2a/{a2aTargetId}/tasks/{a2aTaskId}:cancel', expressPath: "/a2a/:a2aTargetId/tasks/:a2aTaskId\\:cancel", secured: true, handlerStatuses: [200], responseContent: {"200":["application/json"]}, requestContentTypes: ["application/json"], errorFormat: "a2a-rest" },
   { operationId: 'subscribeToA2aTask', method: 'post', path: '/a2a/{a2aTargetId}/tasks/{a2aTaskId}:subscribe', expressPath: "/a2a/:a2aTargetId/tasks/:a2aTaskId\\:subscribe", secured: true, handlerStatuses: [200], responseContent: {"200":["text/event-stream"]}, requestContentTypes: [], errorFormat: "a2a-rest" },
+  { operationId: 'listA2aPushConfigs', method: 'get', path: '/a2a/{a2aTargetId}/tasks/{a2aTaskId}/pushNotificationConfigs', expressPath: "/a2a/:a2aTargetId/tasks/:a2aTaskId/pushNotificationConfigs", secured: true, handlerStatuses: [200], responseContent: {"200":["application/json"]}, requestContentTypes: [], errorFormat: "a2a-rest" },
+  { operationId: 'createA2aPushConfig', method: 'post', path: '/a2a/{a2aTargetId}/tasks/{a2aTaskId}/pushNotificationConfigs', expressPath: "/a2a/:a2aTargetId/tasks/:a2aTaskId/pushNotificationConfigs", secured: true, handlerStatuses: [200], responseContent: {"200":["application/json"]}, requestContentTypes: ["application/json"], errorFormat: "a2a-rest" },
+  { operationId: 'getA2aPushConfig', method: 'get', path: '/a2a/{a2aTargetId}/tasks/{a2aTaskId}/pushNotificationConfigs/{a2aPushConfigId}', expressPath: "/a2a/:a2aTargetId/tasks/:a2aTaskId/pushNotificationConfigs/:a2aPushConfigId", secured: true, handlerStatuses: [200], responseContent: {"200":["application/json"]}, requestContentTypes: [], errorFormat: "a2a-rest" },
+  { operationId: 'deleteA2aPushConfig', method: 'delete', path: '/a2a/{a2aTargetId}/tasks/{a2aTaskId}/pushNotificationConfigs/{a2aPushConfigId}', expressPath: "/a2a/:a2aTargetId/tasks/:a2aTaskId/pushNotificationConfigs/:a2aPushConfigId", secured: true, handlerStatuses: [204], responseContent: {"204":[]}, requestContentTypes: [], errorFormat: "a2a-rest" },
 ];

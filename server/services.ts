@@ -23,6 +23,7 @@ import { createTeamRunner, type TeamRunner } from './teams/runner.ts';
 import { createTeamStore, type TeamStore } from './teams/teams.ts';
 import type { KnowledgeSearcher } from './tools/registry.ts';
 import { createKnowledge, type Knowledge } from './knowledge/service.ts';
+import { createA2aPush, type A2aPush } from './a2a/push.ts';
 import { createJobs, type Jobs } from './jobs/jobs.ts';
 import type { Authenticator } from './http/auth.ts';
 import { createIdempotencyStore, type IdempotencyStore } from './http/idempotency.ts';
@@ -82,6 +83,8 @@ export interface Services {
   quotas: Quotas;
   /** Knowledge documents and search; agents reach it through the knowledge_search tool. */
   knowledge: Knowledge;
+  /** A2A push notification configs and their delivery jobs. */
+  a2aPush: A2aPush;
   /** This instance's Prometheus metrics, served at GET /metrics. */
   metrics: Metrics;
   /** The kept answers of requests with an Idempotency-Key. */
@@ -204,6 +207,8 @@ export async function createServices(config: Config, overrides: ServiceOverrides
   await engine.start();
   const teams = createTeamStore({ db, agents, models, limitOf: resourceLimit });
   const teamRunner = createTeamRunner({ startTurn: engine.startTurn, lifecycle: runLifecycle, serverTools, teams, runs, logger });
+  const a2aPush = createA2aPush({ db, jobs, outbound, engine, runs, logger, sealer, options: { timeoutMs: 10_000, retryDelaySeconds: 1, retryLimit: 10 } });
+  await a2aPush.start();
   // Open streams end with a final event as soon as shutdown begins, so that draining does not wait on them.
   lifecycle.shuttingDown.addEventListener('abort', () => void engine.stop(), { once: true });
   const plans = createPlanBook(config.plans);
@@ -260,6 +265,7 @@ export async function createServices(config: Config, overrides: ServiceOverrides
     requestLimits: createRequestLimits({ limiter, windowSeconds: config.rateLimitWindowSeconds }),
     quotas,
     knowledge,
+    a2aPush,
     metrics,
     idempotency: createIdempotencyStore(db, { clock, ttlSeconds: config.idempotencyTtlSeconds }),
     jobs,
@@ -271,6 +277,7 @@ export async function createServices(config: Config, overrides: ServiceOverrides
     async close() {
       load.stop();
       await engine.stop();
+      await a2aPush.close();
       await jobs.stop(config.shutdownTimeoutMs);
       await knowledge.close();
       mailer.close();

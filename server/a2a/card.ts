@@ -95,7 +95,7 @@ export function agentCard(facts: AgentFacts | TeamFacts, baseUrl: string, versio
     provider: { organization: 'Open Agent API', url: baseUrl },
     version,
     documentationUrl: `${baseUrl.replace(/\/+$/, '')}/docs`,
-    capabilities: { streaming: true, pushNotifications: false, extendedAgentCard: false },
+    capabilities: { streaming: true, pushNotifications: true, extendedAgentCard: false },
     securitySchemes: {
       bearer: { httpAuthSecurityScheme: { scheme: 'Bearer', description: 'An API key (oaa_…) or a session access token of the agent’s owner.' } },
       apiKey: { apiKeySecurityScheme: { location: 'header', name: 'X-API-Key', description: 'An API key of the agent’s owner.' } },

@@ -4,6 +4,7 @@
 import type { components } from '../../generated/openapi.gen.ts';
 import type { SseFrame } from '../../generated/server.gen.ts';
 import type { AgentStore } from '../agents/agents.ts';
+import { ApiError } from '../errors.ts';
 import { callerOf } from '../http/auth.ts';
 import type { Contract } from '../http/contract.ts';
 import type { ErrorFormat } from '../http/error-handler.ts';
@@ -15,7 +16,9 @@ import type { TeamRunner } from '../teams/runner.ts';
 import type { TeamStore } from '../teams/teams.ts';
 import { agentCard, cardFacts, etagOf, matchesEtag } from './card.ts';
 import { A2aError, jsonRpcError, jsonRpcIdOf, restError } from './errors.ts';
+import { statusOfRun, TERMINAL_STATES } from './projection.ts';
 import type { A2aStreamResponse } from './projection.ts';
+import type { A2aPush, A2aPushConfig } from './push.ts';
 import { createA2aTasks } from './tasks.ts';
 import * as v03 from './v03.ts';
 
@@ -30,6 +33,7 @@ export interface A2aDeps {
   agents: AgentStore;
   teams: TeamStore;
   config: { publicUrl: string };
+  a2aPush: A2aPush;
 }
 
 /** How the A2A operations render errors, by their `x-error-format`. */
@@ -37,6 +41,9 @@ export const a2aErrorFormats: Record<string, ErrorFormat> = {
   'a2a-rest': (error) => restError(error),
   'a2a-jsonrpc': (error, req) => jsonRpcError(error, jsonRpcIdOf(req.body), req.body),
 };
+
+/** A config that is not there: A2A has no error of its own for it, so the generic not found. */
+const pushConfigNotFound = (taskId: string, id: string) => new ApiError('not_found', `Task ${taskId} has no push notification config ${id}.`);
 
 const CARD_CACHE = 'public, max-age=300, must-revalidate';
 
@@ -56,11 +63,40 @@ export function a2aHandlers(deps: A2aDeps, contract: Pick<Contract, 'version'>) 
     runs: deps.runs,
     engine: deps.engine,
     teamRunner: deps.teamRunner,
+    push: deps.a2aPush,
     async ownTarget(userId, targetId) {
       if (targetId.startsWith('team_')) await deps.teams.get(userId, targetId);
       else await deps.agents.get(userId, targetId);
     },
   });
+
+  const ownTask = async (userId: string, targetId: string, taskId: string) => {
+    await tasks.ownTarget(userId, targetId);
+    return tasks.taskRow(userId, targetId, taskId);
+  };
+
+  /** Push configs of the caller's task of this agent or team, the same for both bindings. */
+  const pushConfigs = {
+    async create(userId: string, targetId: string, taskId: string, config: A2aPushConfig) {
+      const task = await ownTask(userId, targetId, taskId);
+      const finished = TERMINAL_STATES.includes(statusOfRun({ taskId: task.id, contextId: task.session_id }, task).state);
+      return deps.a2aPush.create(userId, task.id, { ...config, taskId: task.id }, { finished });
+    },
+    async get(userId: string, targetId: string, taskId: string, id: string) {
+      const task = await ownTask(userId, targetId, taskId);
+      const config = await deps.a2aPush.get(task.id, id);
+      if (!config) throw pushConfigNotFound(task.id, id);
+      return config;
+    },
+    async list(userId: string, targetId: string, taskId: string) {
+      const task = await ownTask(userId, targetId, taskId);
+      return { configs: await deps.a2aPush.list(task.id), nextPageToken: '' };
+    },
+    async remove(userId: string, targetId: string, taskId: string, id: string) {
+      const task = await ownTask(userId, targetId, taskId);
+      if (!(await deps.a2aPush.remove(task.id, id))) throw pushConfigNotFound(task.id, id);
+    },
+  };
 
   const frames = async function* <T>(events: AsyncIterable<A2aStreamResponse>, wrap: (event: A2aStreamResponse) => T): AsyncGenerator<SseFrame<T>> {
     for await (const event of events) yield { data: wrap(event) };
@@ -97,6 +133,15 @@ export function a2aHandlers(deps: A2aDeps, contract: Pick<Contract, 'version'>) 
           return answer(await tasks.cancel(caller, target, body.params.id));
         case 'SubscribeToTask':
           return stream(await tasks.subscribe(caller, target, body.params.id, signal));
+        case 'CreateTaskPushNotificationConfig':
+          return answer(await pushConfigs.create(caller.userId, target, body.params.taskId, body.params));
+        case 'GetTaskPushNotificationConfig':
+          return answer(await pushConfigs.get(caller.userId, target, body.params.taskId, body.params.id));
+        case 'ListTaskPushNotificationConfigs':
+          return answer(await pushConfigs.list(caller.userId, target, body.params.taskId));
+        case 'DeleteTaskPushNotificationConfig':
+          await pushConfigs.remove(caller.userId, target, body.params.taskId, body.params.id);
+          return answer({});
         // A2A 0.3: the same operations, translated in and out.
         case 'message/send': {
           const request = v03.sendParamsIn(body.params);
@@ -117,7 +162,7 @@ export function a2aHandlers(deps: A2aDeps, contract: Pick<Contract, 'version'>) 
           throw new A2aError('UnsupportedOperation', 'This agent has no extended card; its public card says all there is.');
         default:
           await tasks.ownTarget(caller.userId, target);
-          throw new A2aError('PushNotificationNotSupported', 'This agent does not send push notifications; stream or poll the task instead.');
+          throw new A2aError('PushNotificationNotSupported', 'Push notification configs are offered to A2A 1.0 clients (CreateTaskPushNotificationConfig and the like), not over 0.3.');
       }
     },
 
@@ -149,6 +194,27 @@ export function a2aHandlers(deps: A2aDeps, contract: Pick<Contract, 'version'>) 
     async subscribeToA2aTask({ auth, params, headers, signal }) {
       checkVersion(headers);
       return { status: 200, stream: frames(await tasks.subscribe(callerOf(auth), params.a2aTargetId, params.a2aTaskId, signal), (event) => event) };
+    },
+
+    async createA2aPushConfig({ auth, body, params, headers }) {
+      checkVersion(headers);
+      return { status: 200, body: await pushConfigs.create(callerOf(auth).userId, params.a2aTargetId, params.a2aTaskId, body) };
+    },
+
+    async listA2aPushConfigs({ auth, params, headers }) {
+      checkVersion(headers);
+      return { status: 200, body: await pushConfigs.list(callerOf(auth).userId, params.a2aTargetId, params.a2aTaskId) };
+    },
+
+    async getA2aPushConfig({ auth, params, headers }) {
+      checkVersion(headers);
+      return { status: 200, body: await pushConfigs.get(callerOf(auth).userId, params.a2aTargetId, params.a2aTaskId, params.a2aPushConfigId) };
+    },
+
+    async deleteA2aPushConfig({ auth, params, headers }) {
+      checkVersion(headers);
+      await pushConfigs.remove(callerOf(auth).userId, params.a2aTargetId, params.a2aTaskId, params.a2aPushConfigId);
+      return { status: 204 };
     },
   } satisfies Partial<AppHandlers>;
 }

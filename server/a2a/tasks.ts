@@ -14,6 +14,7 @@ import type { Queryable } from '../store/db.ts';
 import type { TeamRunner } from '../teams/runner.ts';
 import { A2aError, taskNotFound } from './errors.ts';
 import { toChatMessages } from './messages.ts';
+import type { A2aPush } from './push.ts';
 import {
   foldTask,
   runStatusesOf,
@@ -44,6 +45,8 @@ export interface A2aTaskDeps {
   teamRunner: TeamRunner;
   /** Checks that the caller owns the agent or team: another user's is not found. */
   ownTarget(userId: string, targetId: string): Promise<void>;
+  /** Push notifications: configs given with a message, and the watch of a task's next turn. */
+  push: A2aPush;
 }
 
 const EVENT_PAGE = 500;
@@ -154,6 +157,9 @@ export function createA2aTasks(deps: A2aTaskDeps) {
     const message = request.message;
     if (message.role !== 'ROLE_USER') throw invalidRequest('A message to an agent has the role ROLE_USER.', 'message.role');
     let sessionId = message.contextId || undefined;
+    const pushConfig = request.configuration?.taskPushNotificationConfig;
+    if (pushConfig) deps.push.checkUrl(pushConfig.url);
+    let resumeAfter: number | undefined;
     if (message.taskId) {
       const row = await taskRow(caller.userId, targetId, message.taskId);
       if (sessionId && sessionId !== row.session_id) throw invalidRequest(`Task ${row.id} belongs to context ${row.session_id}, not ${sessionId}.`, 'message.contextId');
@@ -163,6 +169,7 @@ export function createA2aTasks(deps: A2aTaskDeps) {
         });
       }
       sessionId = row.session_id;
+      resumeAfter = await deps.push.resumePoint(row.id);
     }
     const messages = toChatMessages(message);
     if (messages.length === 0) throw invalidRequest('The message has no parts.', 'message.parts');
@@ -173,7 +180,10 @@ export function createA2aTasks(deps: A2aTaskDeps) {
       metadata: { protocol: 'a2a' },
     };
     try {
-      return await starterOf(targetId)(input, { resumable: true });
+      const handle = await starterOf(targetId)(input, { resumable: true });
+      if (pushConfig) await deps.push.create(caller.userId, handle.run.id, { ...pushConfig, taskId: handle.run.id }, { watchAfter: resumeAfter ?? 0 });
+      else if (resumeAfter !== undefined) await deps.push.watch(caller.userId, handle.run.id, resumeAfter);
+      return handle;
     } catch (error) {
       // A context that is not one of this agent's sessions: A2A asks to refuse it rather than start another.
       if (error instanceof ApiError && error.code === 'not_found' && sessionId && !message.taskId) {
@@ -201,6 +211,7 @@ export function createA2aTasks(deps: A2aTaskDeps) {
 
   return {
     ownTarget: deps.ownTarget,
+    taskRow,
 
     /** SendMessage: blocks until the task ends or asks for input, or answers at once with `returnImmediately`. */
     async send(caller: Caller, targetId: string, request: A2aSendMessageRequest): Promise<A2aTask> {

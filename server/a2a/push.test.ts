@@ -1,0 +1,219 @@
+// A2A push notifications end to end: the official client (`@a2a-js/sdk`, both bindings) stores, reads, lists and deletes
+// push configs, and a receiver on loopback (allowed by OUTBOUND_ALLOW) gets the finished task with the
+// config's token and credentials, also when it fails the first delivery. A private address the allow-list
+// does not name is refused; another user's task is not found.
+import { randomUUID } from 'node:crypto';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { Role, TaskState, type Part, type Task } from '@a2a-js/sdk';
+import { ClientFactory, JsonRpcTransportFactory, RestTransportFactory, type Client } from '@a2a-js/sdk/client';
+import { TaskNotFoundError } from '@a2a-js/sdk/errors';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { availableEngines } from '../testing/database.ts';
+import { startFakeOpenAI, type FakeOpenAI } from '../testing/fake-openai.ts';
+import { startTestServer, type TestServer, type TestUser } from '../testing/harness.ts';
+import { unlimitedPlanEnv } from '../testing/plans.ts';
+
+type Binding = 'JSONRPC' | 'HTTP+JSON';
+const BINDINGS: Binding[] = ['JSONRPC', 'HTTP+JSON'];
+
+interface Delivery {
+  path: string;
+  headers: http.IncomingHttpHeaders;
+  body: { task?: { id: string; status: { state: string } }; statusUpdate?: { taskId: string; status: { state: string } } };
+}
+
+/** A push receiver: records every request; paths in `failFirst` answer 503 to their first request. */
+async function startReceiver(failFirst: Set<string>) {
+  const deliveries: Delivery[] = [];
+  const attempts = new Map<string, number>();
+  const server = http.createServer((req, res) => {
+    let raw = '';
+    req.on('data', (chunk: Buffer) => (raw += chunk.toString('utf8')));
+    req.on('end', () => {
+      const path = req.url ?? '/';
+      const attempt = (attempts.get(path) ?? 0) + 1;
+      attempts.set(path, attempt);
+      if (failFirst.has(path) && attempt === 1) {
+        res.writeHead(503).end();
+        return;
+      }
+      deliveries.push({ path, headers: req.headers, body: JSON.parse(raw) as Delivery['body'] });
+      res.writeHead(200).end();
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  return { url, deliveries, attempts, close: () => new Promise<void>((resolve) => server.close(() => resolve())) };
+}
+
+const text = (value: string): Part => ({ content: { $case: 'text', value }, metadata: undefined, filename: '', mediaType: '' });
+
+function userMessage(value: string, push?: { url: string; token?: string; credentials?: string }) {
+  return {
+    message: { messageId: randomUUID(), contextId: '', taskId: '', role: Role.ROLE_USER, parts: [text(value)], metadata: undefined, extensions: [], referenceTaskIds: [] },
+    configuration: push
+      ? {
+          acceptedOutputModes: [],
+          historyLength: undefined,
+          returnImmediately: false,
+          taskPushNotificationConfig: {
+            tenant: '',
+            id: '',
+            taskId: '',
+            url: push.url,
+            token: push.token ?? '',
+            authentication: push.credentials ? { scheme: 'Bearer', credentials: push.credentials } : undefined,
+          },
+        }
+      : undefined,
+    metadata: undefined,
+    tenant: '',
+  };
+}
+
+const pushConfig = (taskId: string, id: string, url: string, token = '') => ({ tenant: '', id, taskId, url, token, authentication: undefined });
+
+describe.each(await availableEngines())('A2A push notifications (%s)', (engine) => {
+  let server: TestServer;
+  let upstream: FakeOpenAI;
+  let receiver: Awaited<ReturnType<typeof startReceiver>>;
+  let user: TestUser;
+  let stranger: TestUser;
+  let agentId: string;
+  let strangerAgentId: string;
+  let toolAgentId: string;
+
+  beforeAll(async () => {
+    upstream = await startFakeOpenAI({ models: ['scripted'] });
+    receiver = await startReceiver(new Set(['/flaky']));
+    server = await startTestServer({ engine, env: { ...unlimitedPlanEnv(), OPENAI_BASE_URL: upstream.url, OUTBOUND_ALLOW: '127.0.0.1' } });
+    user = await server.signUp();
+    stranger = await server.signUp();
+    agentId = await create(user, { name: 'Echo' });
+    strangerAgentId = await create(stranger, { name: 'Other' });
+    toolAgentId = await create(user, {
+      name: 'Asker',
+      tools: [{ type: 'function', function: { name: 'lookup', description: 'Looks things up.', parameters: { type: 'object', properties: { q: { type: 'string' } } } } }],
+    });
+  });
+  afterAll(async () => {
+    await server?.close();
+    await receiver?.close();
+    await upstream?.close();
+  });
+
+  async function create(owner: TestUser, body: Record<string, unknown>): Promise<string> {
+    const response = await fetch(`${server.url}/v1/agents`, { method: 'POST', headers: { Authorization: `Bearer ${owner.apiKey}`, 'Content-Type': 'application/json' }, body: JSON.stringify(body) });
+    expect(response.status).toBe(201);
+    return ((await response.json()) as { id: string }).id;
+  }
+
+  async function clientFor(id: string, owner: TestUser = user, binding: Binding = 'JSONRPC'): Promise<Client> {
+    const fetchImpl: typeof fetch = (input, init) => {
+      const headers = new Headers(init?.headers);
+      headers.set('Authorization', `Bearer ${owner.apiKey}`);
+      return fetch(input, { ...init, headers });
+    };
+    const factory = new ClientFactory({ transports: [new JsonRpcTransportFactory({ fetchImpl }), new RestTransportFactory({ fetchImpl })], preferredTransports: [binding] });
+    return factory.createFromAgentCard(await (await fetch(`${server.url}/a2a/${id}/.well-known/agent-card.json`)).json());
+  }
+
+  const finishedDelivery = (path: string, taskId: string, state = 'TASK_STATE_COMPLETED') =>
+    receiver.deliveries.find((delivery) => delivery.path === path && delivery.body.task?.id === taskId && delivery.body.task.status.state === state);
+
+  const delivered = (path: string, taskId: string, state?: string) =>
+    vi.waitFor(
+      () => {
+        const found = finishedDelivery(path, taskId, state);
+        if (!found) throw new Error('not delivered yet');
+        return found;
+      },
+      { timeout: 60_000, interval: 100 },
+    );
+
+  it('declares push notifications on the card', async () => {
+    const card = (await (await fetch(`${server.url}/a2a/${agentId}/.well-known/agent-card.json`)).json()) as { capabilities: Record<string, unknown> };
+    expect(card.capabilities.pushNotifications).toBe(true);
+  });
+
+  it.each(BINDINGS)('creates, reads, lists and deletes a task’s push configs (%s)', async (binding) => {
+    const client = await clientFor(agentId, user, binding);
+    const task = (await client.sendMessage(userMessage('hello'))) as Task;
+    const created = await client.createTaskPushNotificationConfig(pushConfig(task.id, 'first', `${receiver.url}/crud`, 'tok-crud'));
+    expect(created).toMatchObject({ id: 'first', taskId: task.id, url: `${receiver.url}/crud`, token: 'tok-crud' });
+    const generated = await client.createTaskPushNotificationConfig(pushConfig(task.id, '', `${receiver.url}/crud2`));
+    expect(generated.id).not.toBe('');
+    expect(await client.getTaskPushNotificationConfig({ tenant: '', taskId: task.id, id: 'first' })).toMatchObject({ id: 'first', url: `${receiver.url}/crud` });
+    const listed = await client.listTaskPushNotificationConfig({ tenant: '', taskId: task.id, pageSize: 0, pageToken: '' });
+    expect(listed.configs.map((config) => config.id).sort()).toEqual(['first', generated.id].sort());
+    await client.deleteTaskPushNotificationConfig({ tenant: '', taskId: task.id, id: 'first' });
+    await expect(client.getTaskPushNotificationConfig({ tenant: '', taskId: task.id, id: 'first' })).rejects.toThrow();
+    expect((await client.listTaskPushNotificationConfig({ tenant: '', taskId: task.id, pageSize: 0, pageToken: '' })).configs.map((config) => config.id)).toEqual([generated.id]);
+  });
+
+  it('posts the finished task to a config given with the message, with its token and credentials', async () => {
+    const client = await clientFor(agentId);
+    const task = (await client.sendMessage(userMessage('notify me', { url: `${receiver.url}/hook`, token: 'tok-123', credentials: 'receiver-secret' }))) as Task;
+    expect(task.status?.state).toBe(TaskState.TASK_STATE_COMPLETED);
+    const delivery = await vi.waitFor(
+      () => {
+        const found = finishedDelivery('/hook', task.id);
+        if (!found) throw new Error('not delivered yet');
+        return found;
+      },
+      { timeout: 60_000, interval: 100 },
+    );
+    expect(delivery.headers['x-a2a-notification-token']).toBe('tok-123');
+    expect(delivery.headers.authorization).toBe('Bearer receiver-secret');
+    expect(delivery.body.task?.id).toBe(task.id);
+    // Kept sealed in the database, read back in the clear.
+    const [stored] = await server.services.db.query<{ auth_credentials: string }>('SELECT auth_credentials FROM a2a_push_configs WHERE task_id = $1', [task.id]);
+    expect(stored?.auth_credentials).toBeTruthy();
+    expect(stored?.auth_credentials).not.toContain('receiver-secret');
+    const [config] = (await client.listTaskPushNotificationConfig({ tenant: '', taskId: task.id, pageSize: 0, pageToken: '' })).configs;
+    expect(config?.authentication?.credentials).toBe('receiver-secret');
+  });
+
+  it('delivers again after the receiver fails the first time', async () => {
+    const client = await clientFor(agentId);
+    const task = (await client.sendMessage(userMessage('try twice', { url: `${receiver.url}/flaky`, token: 'tok-flaky' }))) as Task;
+    await vi.waitFor(
+      () => {
+        if (!finishedDelivery('/flaky', task.id)) throw new Error('not delivered yet');
+      },
+      { timeout: 60_000, interval: 100 },
+    );
+    expect(receiver.attempts.get('/flaky')).toBeGreaterThanOrEqual(2);
+  });
+
+  it('posts the task when it asks for input, and again when the next turn finishes it', async () => {
+    const client = await clientFor(toolAgentId);
+    const asked = (await client.sendMessage(userMessage('lookup {"q": "otters"}', { url: `${receiver.url}/turns`, token: 'tok-turns' }))) as Task;
+    expect(asked.status?.state).toBe(TaskState.TASK_STATE_INPUT_REQUIRED);
+    await delivered('/turns', asked.id, 'TASK_STATE_INPUT_REQUIRED');
+    const request = asked.status!.message!.parts[0]!.content as { value: { toolCallId: string } };
+    const answer: Part = { content: { $case: 'data', value: { toolCallId: request.value.toolCallId, output: '42 otters' } }, metadata: undefined, filename: '', mediaType: 'application/json' };
+    const resume = userMessage('');
+    const done = (await client.sendMessage({ ...resume, message: { ...resume.message, taskId: asked.id, contextId: asked.contextId, parts: [answer] } })) as Task;
+    expect(done.status?.state).toBe(TaskState.TASK_STATE_COMPLETED);
+    const last = await delivered('/turns', asked.id);
+    expect(last.headers['x-a2a-notification-token']).toBe('tok-turns');
+  });
+
+  it('refuses a private receiver the allow-list does not name', async () => {
+    const client = await clientFor(agentId);
+    const task = (await client.sendMessage(userMessage('hello'))) as Task;
+    await expect(client.createTaskPushNotificationConfig(pushConfig(task.id, 'private', 'http://10.0.0.1/hook'))).rejects.toThrow(/refused/);
+    await expect(client.sendMessage(userMessage('and this', { url: 'http://192.168.1.1/hook' }))).rejects.toThrow(/refused/);
+    expect((await client.listTaskPushNotificationConfig({ tenant: '', taskId: task.id, pageSize: 0, pageToken: '' })).configs).toEqual([]);
+  });
+
+  it.each(BINDINGS)('answers another user’s task as a missing one (%s)', async (binding) => {
+    const task = (await (await clientFor(agentId)).sendMessage(userMessage('mine'))) as Task;
+    const other = await clientFor(strangerAgentId, stranger, binding);
+    await expect(other.createTaskPushNotificationConfig(pushConfig(task.id, 'steal', `${receiver.url}/steal`))).rejects.toBeInstanceOf(TaskNotFoundError);
+    await expect(other.listTaskPushNotificationConfig({ tenant: '', taskId: task.id, pageSize: 0, pageToken: '' })).rejects.toBeInstanceOf(TaskNotFoundError);
+    await expect(other.getTaskPushNotificationConfig({ tenant: '', taskId: task.id, id: 'x' })).rejects.toBeInstanceOf(TaskNotFoundError);
+  });
+});
