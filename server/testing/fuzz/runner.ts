@@ -280,7 +280,10 @@ async function makeFixtures(api: Api, baseUrl: string): Promise<Fixtures> {
   const agentId = await newAgent();
   const memberId = await newAgent();
   const newTeam = async () => String((await api('POST', '/v1/teams', { name: `Fuzz team ${++made}`, members: [{ agent_id: memberId }], leader_model: chatModels[0] })).id);
-  const newTurn = async () => api('POST', `/v1/agents/${agentId}/chat`, { messages: [{ role: 'user', content: `Hello ${++made}` }] });
+  // Fresh sessions come from an agent of their own: the fuzzed updates of `agentId` (a run timeout of a
+  // few seconds, say) must not make the set-up of a later case fail.
+  const turnAgentId = await newAgent();
+  const newTurn = async () => api('POST', `/v1/agents/${turnAgentId}/chat`, { messages: [{ role: 'user', content: `Hello ${++made}` }] });
   const newKey = async () => String((await api('POST', '/v1/api-keys', { name: `fuzz ${++made}` })).id);
   const turn = await newTurn();
   const teamId = await newTeam();
