@@ -298,7 +298,10 @@ describe('a cluster of three servers behind HAProxy', () => {
     const killedAt = performance.now();
     expect(await victim!.kill('SIGKILL')).toBeNull();
     // Writes go on through the load balancer for a moment, then stop (they share the plan's request limit).
-    const stopWriters = new Promise((resolve) => setTimeout(resolve, 2_000)).then(() => writers.stop());
+    // At most 2 s or 30 more acknowledged writes: checking each one afterwards must stay within the plan's
+    // request limit, however fast the machine writes.
+    const ackedAtKill = writers.acknowledged.agents.length + writers.acknowledged.apiKeys.length + writers.acknowledged.chats.length;
+    const stopWriters = Promise.race([new Promise((resolve) => setTimeout(resolve, 2_000)), writers.acknowledgedAtLeast(ackedAtKill + 30)]).then(() => writers.stop());
     const ids = runs.map((run) => run.runId);
     let allTerminalMs = NaN;
     for (let attempt = 0; attempt < 600; attempt++) {
