@@ -48,6 +48,8 @@ export interface OperationSpec {
   parameters: ParameterSpec[];
   /** The first example of the first JSON request body, for requests whose body does not matter. */
   requestExample: unknown;
+  /** The protocol whose error shape the operation answers in (`x-error-format`, e.g. A2A's), if not ours. */
+  errorFormat?: string;
   /** Keyed by status as the contract writes it: `200`, `4XX`, `default`. */
   responses: Map<string, ResponseSpec>;
 }
@@ -188,6 +190,7 @@ export function loadContract(file = defaultContractFile): Contract {
           schema: resolve(document, parameter.schema),
         })),
         requestExample: firstExample(document, bodyContent['application/json']),
+        ...(typeof op['x-error-format'] === 'string' ? { errorFormat: op['x-error-format'] } : {}),
         responses,
       });
     }

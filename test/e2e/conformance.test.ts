@@ -54,7 +54,11 @@ describe('the conformance kit against our server', () => {
     expect(report.summary.operations).toBe(loadContract().operations.length);
     // Only what this server's configuration turns off may be skipped: billing without Stripe, and metrics.
     const skipped = report.operations.filter((operation) => operation.verdict === 'skipped').map((operation) => operation.operationId);
-    expect(skipped.filter((id) => !['createCheckoutSession', 'createPortalSession', 'getMetrics'].includes(id))).toEqual([]);
+    // The kit has no A2A checks yet (issue #16 keeps them open): the A2A operations, and only they, are
+    // exercised by server/a2a/*.test.ts with the official SDK instead. A2A checks in the kit remove this line.
+    const notYetInTheKit = loadContract().operations.filter((operation) => operation.path.startsWith('/a2a/')).map((operation) => operation.operationId);
+    expect(notYetInTheKit.length).toBeGreaterThan(0);
+    expect(skipped.filter((id) => !['createCheckoutSession', 'createPortalSession', 'getMetrics'].includes(id))).toEqual(notYetInTheKit);
     expect(report.model).toBe('local');
     expect(report.ok).toBe(true);
   });
