@@ -11,6 +11,7 @@ import { cpus, loadavg, tmpdir } from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
+import { postgresReachable } from '../server/testing/database.ts';
 import { freePort, spawnNode, untilHealthy } from '../server/testing/processes.ts';
 import { rssMb, table } from './gateway.ts';
 import type { BenchOptions, BenchSection } from './section.ts';
@@ -131,23 +132,12 @@ async function engineFigures(name: string, env: Record<string, string>, workDir:
   };
 }
 
-async function postgresReachable(): Promise<boolean> {
-  const client = new pg.Client({ connectionString: postgresUrl, connectionTimeoutMillis: 2000 });
-  try {
-    await client.connect();
-    await client.end();
-    return true;
-  } catch {
-    return false;
-  }
-}
-
 async function run(_options: BenchOptions) {
   const workDir = mkdtempSync(path.join(tmpdir(), 'oaa-bench-startup-'));
   const loadBefore = loadavg()[0]!;
   try {
     const engines = [await engineFigures('pglite', { NODE_ENV: 'production', DATA_DIR: path.join(workDir, 'data') }, workDir)];
-    if (await postgresReachable()) {
+    if (await postgresReachable(postgresUrl)) {
       const database = `oaa_bench_${process.pid}`;
       const admin = new pg.Client({ connectionString: postgresUrl });
       await admin.connect();

@@ -177,28 +177,21 @@ async function serverFor(principal: Principal, deps: McpEndpointDeps): Promise<M
         return text(JSON.stringify(result), result as unknown as Json);
       }),
   );
-  for (const agent of agents) {
+  // One tool per agent and per team, agents first, each in the order its list gives.
+  const targets = [
+    ...agents.map((agent) => ({ kind: 'agent', target: agent, start: agentTurn(deps.engine, agent.id) })),
+    ...teams.map((team) => ({ kind: 'team', target: team, start: teamTurn(deps.teamRunner, team.id) })),
+  ];
+  for (const { kind, target, start } of targets) {
     server.registerTool(
-      `agent_${agent.id}`,
+      `${kind}_${target.id}`,
       {
-        title: agent.name,
-        description: `Talk to the agent "${agent.name}"${agent.description ? `: ${agent.description}` : ''}. Returns its reply with the run and session ids.`,
+        title: target.name,
+        description: `Talk to the ${kind} "${target.name}"${target.description ? `: ${target.description}` : ''}. Returns its reply with the run and session ids.`,
         inputSchema: chatInput,
         outputSchema: chatOutput,
       },
-      (args, ctx) => answer(deps.logger, () => chat(agentTurn(deps.engine, agent.id), args, ctx.mcpReq.signal)),
-    );
-  }
-  for (const team of teams) {
-    server.registerTool(
-      `team_${team.id}`,
-      {
-        title: team.name,
-        description: `Talk to the team "${team.name}"${team.description ? `: ${team.description}` : ''}. Returns its reply with the run and session ids.`,
-        inputSchema: chatInput,
-        outputSchema: chatOutput,
-      },
-      (args, ctx) => answer(deps.logger, () => chat(teamTurn(deps.teamRunner, team.id), args, ctx.mcpReq.signal)),
+      (args, ctx) => answer(deps.logger, () => chat(start, args, ctx.mcpReq.signal)),
     );
   }
   return server;

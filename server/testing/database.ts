@@ -17,21 +17,24 @@ export type Engine = 'pglite' | 'postgres';
 
 export const postgresUrl = process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 
-let postgresReachable: Promise<boolean> | undefined;
+/** Whether the PostgreSQL at `url` accepts a connection within two seconds. */
+export async function postgresReachable(url = postgresUrl): Promise<boolean> {
+  const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 2000 });
+  try {
+    await client.connect();
+    await client.end();
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+let testPostgresReachable: Promise<boolean> | undefined;
 
 /** The engines to test on: PGlite always; PostgreSQL when it answers, and always on CI, where it must. */
 export async function availableEngines(): Promise<Engine[]> {
-  postgresReachable ??= (async () => {
-    const client = new pg.Client({ connectionString: postgresUrl, connectionTimeoutMillis: 2000 });
-    try {
-      await client.connect();
-      await client.end();
-      return true;
-    } catch {
-      return false;
-    }
-  })();
-  if (await postgresReachable) return ['pglite', 'postgres'];
+  testPostgresReachable ??= postgresReachable();
+  if (await testPostgresReachable) return ['pglite', 'postgres'];
   if (process.env.CI) throw new Error(`PostgreSQL at ${postgresUrl} is required on CI but does not answer.`);
   return ['pglite'];
 }
