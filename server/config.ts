@@ -27,6 +27,8 @@ export interface Config {
   validateResponses: boolean;
   trustProxy: boolean;
   shutdownTimeoutMs: number;
+  /** How long a new connection may stay silent before its first byte; then it is closed. */
+  silentConnectionTimeoutMs: number;
   /** Seconds of silence after which an open event stream gets a keep-alive comment. */
   sseKeepAliveSeconds: number;
   /** PGlite's data directory (the embedded default), and where a generated JWT secret is kept. */
@@ -263,6 +265,7 @@ export function loadConfig(env: Env = process.env): Config {
     validateResponses: readBool(env, 'VALIDATE_RESPONSES', nodeEnv !== 'production'),
     trustProxy: readBool(env, 'TRUST_PROXY', false),
     shutdownTimeoutMs: readInt(env, 'SHUTDOWN_TIMEOUT_MS', 10_000, 0, 600_000),
+    silentConnectionTimeoutMs: readInt(env, 'SILENT_CONNECTION_TIMEOUT_MS', 30_000, 100, 600_000),
     sseKeepAliveSeconds: readInt(env, 'SSE_KEEPALIVE_SECONDS', 15, 1, 3600),
     dataDir: readString(env, 'DATA_DIR') ?? './data',
     databaseUrl: readString(env, 'DATABASE_URL'),
