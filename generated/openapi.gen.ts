@@ -1627,16 +1627,18 @@ export interface components {
          * @description What went wrong, from a closed set. Each code has one HTTP status: `validation_error`,
          *     `invalid_json`, `invalid_request`, `invalid_token` → 400; `unauthorized` → 401; `quota_exceeded` →
          *     402; `forbidden` → 403; `not_found` → 404; `method_not_allowed` → 405; `not_acceptable` → 406;
-         *     `conflict`, `request_in_progress` → 409; `payload_too_large` → 413; `unsupported_media_type` → 415;
-         *     `idempotency_key_reused` → 422; `rate_limited` → 429; `internal_error` → 500; `not_implemented` →
+         *     `request_timeout` → 408; `conflict`, `request_in_progress` → 409; `payload_too_large` → 413;
+         *     `unsupported_media_type` → 415; `idempotency_key_reused` → 422; `rate_limited` → 429;
+         *     `headers_too_large` → 431 (the request line and headers together exceed 16 KB; `request_timeout` and
+         *     `headers_too_large` come before any operation is chosen); `internal_error` → 500; `not_implemented` →
          *     501; `upstream_error` → 502; `service_unavailable`, `billing_disabled` → 503; `upstream_timeout` →
          *     504.
          * @enum {string}
          */
-        ErrorCode: "validation_error" | "invalid_json" | "invalid_request" | "invalid_token" | "unauthorized" | "quota_exceeded" | "forbidden" | "not_found" | "method_not_allowed" | "not_acceptable" | "conflict" | "request_in_progress" | "payload_too_large" | "unsupported_media_type" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "not_implemented" | "upstream_error" | "service_unavailable" | "billing_disabled" | "upstream_timeout";
+        ErrorCode: "validation_error" | "invalid_json" | "invalid_request" | "invalid_token" | "unauthorized" | "quota_exceeded" | "forbidden" | "not_found" | "method_not_allowed" | "not_acceptable" | "request_timeout" | "conflict" | "request_in_progress" | "payload_too_large" | "unsupported_media_type" | "idempotency_key_reused" | "rate_limited" | "headers_too_large" | "internal_error" | "not_implemented" | "upstream_error" | "service_unavailable" | "billing_disabled" | "upstream_timeout";
         /**
          * @description The error's class in OpenAI's vocabulary, so that OpenAI SDKs fill `APIError.type`:
-         *     `invalid_request_error` (400, 405, 406, 413, 415, 422), `authentication_error` (401),
+         *     `invalid_request_error` (400, 405, 406, 408, 413, 415, 422, 431), `authentication_error` (401),
          *     `insufficient_quota` (402), `permission_error` (403), `not_found_error` (404), `conflict_error` (409),
          *     `rate_limit_error` (429), `server_error` (5xx). `code` is the precise one.
          * @enum {string}

@@ -4,7 +4,7 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createApp } from './app.ts';
 import { loadConfig, ConfigError } from './config.ts';
-import { dropSilentConnections } from './http/connections.ts';
+import { guardConnections } from './http/connections.ts';
 import { createServices } from './services.ts';
 
 async function main(): Promise<void> {
@@ -12,7 +12,7 @@ async function main(): Promise<void> {
   const services = await createServices(config);
   const { logger, lifecycle } = services;
   const server = createServer(createApp(services));
-  dropSilentConnections(server, config.silentConnectionTimeoutMs);
+  guardConnections(server, config);
   server.listen(config.port, config.host, () => {
     const { port } = server.address() as AddressInfo;
     logger.info({ port, url: config.publicUrl, store: services.db.engine }, 'listening');

@@ -11,6 +11,7 @@ import { loadConfig } from '../config.ts';
 import type { Mailer } from '../identity/mailer.ts';
 import { findOrCreateUser } from '../identity/users.ts';
 import { createServices, type Services } from '../services.ts';
+import { guardConnections } from '../http/connections.ts';
 import { createTestDatabase, type Engine } from './database.ts';
 import { startFakeOpenAI, type FakeOpenAI } from './fake-openai.ts';
 import { unlimitedPlanEnv } from './plans.ts';
@@ -56,6 +57,7 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   const config = loadConfig({ NODE_ENV: 'test', LOG_LEVEL: process.env.LOG_LEVEL ?? 'silent', DATA_DIR: dataDir, PUBLIC_URL: url, ...options.env });
+  guardConnections(server, config);
   const services = await createServices(config, {
     db: database.db,
     ...(options.mailer ? { mailer: options.mailer } : {}),

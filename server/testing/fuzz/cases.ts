@@ -116,6 +116,8 @@ export interface FuzzCase {
   method: string;
   params: Record<string, ParamValue>;
   query: [string, string][];
+  /** Query text sent as it is after the encoded `query`, for percent-encodings no string encodes to. */
+  rawQuery?: string;
   headers: Record<string, string>;
   credential: 'valid' | 'none' | 'garbage';
   garbage?: { header: string; value: string };
@@ -365,6 +367,36 @@ export function caseFamilies(op: FuzzOperation, context: CaseContext): CaseFamil
     })),
   );
 
+  if (op.queryParams.length > 0) {
+    // Bad Unicode and repetition in any query parameter, as in body strings. NUL is refused where the
+    // request comes in (4xx); percent-encodings that are not UTF-8 (an encoded surrogate, an overlong form,
+    // a cut sequence) are read as the literal text they are, and no parameter's text may cost a 5xx.
+    const anyParam = fc.constantFrom(...op.queryParams.map((p) => p.name));
+    const rawFamily = (kind: string, values: fc.Arbitrary<[string, string]>, expect: Expectation) =>
+      family(
+        kind,
+        false,
+        fc.tuple(request(), anyParam, values).map(([r, name, [text, shown]]) => ({
+          ...strip(r),
+          query: r.query.filter(([n]) => n !== name),
+          rawQuery: `${encode(name)}=${text}`,
+          description: `?${name}=${shown}`,
+          expect,
+        })),
+      );
+    rawFamily('query-nul', fc.constantFrom('%00', 'a%00b', 'agt_%00').map((text) => [text, text]), { kind: '4xx' });
+    rawFamily('query-bad-utf8', fc.constantFrom('%FF', '%ED%A0%80', '%C0%AF', '%E0%A4%A', '%F4%90%80%80', '%').map((text) => [text, text]), { kind: 'no-5xx' });
+    rawFamily(
+      'query-repetition',
+      // Up to 12 KB encoded, under Node's 16 KB limit on the request line and headers (past it: 431).
+      fc.tuple(fc.constantFrom('{', '[', ' ', 'a', '"', '\\', '%'), fc.double({ min: 0.1, max: 1, noNaN: true })).map(([char, share]) => {
+        const count = Math.floor((share * 12_000) / encode(char).length);
+        return [encode(char.repeat(count)), `${count} × ${JSON.stringify(char)}`];
+      }),
+      { kind: 'no-5xx' },
+    );
+  }
+
   for (const p of op.headerParams) {
     // Header values arrive trimmed.
     const offSchema = offSchemaText(deref(p.schema, document), (value) => check(p.schema)(typeof value === 'string' ? value.trim() : value), HEADER_TEXT);
@@ -498,25 +530,59 @@ export function caseFamilies(op: FuzzOperation, context: CaseContext): CaseFamil
     }
   }
   if (body?.multipart) {
-    const multipart = body.multipart;
+    const form = multipartArbitrary(body.multipart, schemaContext, check) as fc.Arbitrary<Extract<BodySpec, { type: 'multipart' }>>;
     family(
       'multipart-invalid',
       false,
-      fc.tuple(request(), multipartArbitrary(multipart, schemaContext, check), fc.constantFrom('no file', 'oversize file', 'unknown field', 'empty file name')).map(([r, spec, breakage]) => {
-        const form = spec as Extract<BodySpec, { type: 'multipart' }>;
+      fc.tuple(request(), form, fc.constantFrom('no file', 'oversize file', 'unknown field', 'empty file name')).map(([r, spec, breakage]) => {
         const broken: BodySpec =
           breakage === 'no file'
-            ? { type: 'multipart', fields: form.fields }
+            ? { type: 'multipart', fields: spec.fields }
             : breakage === 'oversize file'
-              ? { ...form, file: { name: 'big.txt', type: 'text/plain', content: 'x'.repeat(context.fileLimit + 1) } }
+              ? { ...spec, file: { name: 'big.txt', type: 'text/plain', content: 'x'.repeat(context.fileLimit + 1) } }
               : breakage === 'unknown field'
-                ? { ...form, fields: { ...form.fields, ...Object.fromEntries(Array.from({ length: 20 }, (_, i) => [`fuzz_${i}`, 'x'])) } }
-                : { ...form, file: { name: '', type: 'text/plain', content: '' } };
+                ? { ...spec, fields: { ...spec.fields, ...Object.fromEntries(Array.from({ length: 20 }, (_, i) => [`fuzz_${i}`, 'x'])) } }
+                : { ...spec, file: { name: '', type: 'text/plain', content: '' } };
         return { ...r, body: broken, description: `multipart with ${breakage}`, expect: breakage === 'oversize file' ? { kind: 'status', status: 413 } : { kind: '4xx' } };
       }),
     );
+    // NUL in a field, the file's name or its text is refused (4xx); a file of one character repeated, or
+    // of HTML nested thousands deep, is never a 5xx.
+    family(
+      'multipart-nul',
+      false,
+      fc.tuple(request(), form, fc.constantFrom('field', 'file name', 'file text'), fc.nat()).map(([r, spec, where, index]) => {
+        const names = Object.keys(spec.fields);
+        const file = spec.file ?? { name: 'notes.txt', type: 'text/plain', content: 'text' };
+        const broken: BodySpec =
+          where === 'field' && names.length > 0
+            ? { ...spec, fields: { ...spec.fields, [names[index % names.length]!]: `${spec.fields[names[index % names.length]!]}\u0000` } }
+            : where === 'file name'
+              ? { ...spec, file: { ...file, name: `a\u0000${file.name}` } }
+              : { ...spec, file: { name: 'notes.txt', type: 'text/plain', content: `before\u0000after` } };
+        return { ...r, body: broken, description: `NUL in the ${where === 'field' && names.length === 0 ? 'file text' : where}`, expect: { kind: '4xx' } };
+      }),
+    );
+    family(
+      'multipart-repetition',
+      false,
+      fc
+        .tuple(request(), form, fc.constantFrom('{', 'a', ' ', '<div>', '<b><i>'), fc.double({ min: 0.1, max: 1, noNaN: true }))
+        .map(([r, spec, unit, share]) => {
+          // As much as the file limit lets in, so that the text is read rather than refused for its size.
+          const count = Math.floor((share * (context.fileLimit - 2)) / unit.length);
+          const html = unit.startsWith('<');
+          const file = { name: html ? 'page.html' : 'notes.txt', type: html ? 'text/html' : 'text/plain', content: `t ${unit.repeat(count)}` };
+          return { ...r, body: { ...spec, file }, description: `a ${file.type} file of ${count} × ${JSON.stringify(unit)}`, expect: { kind: 'no-5xx' } as const };
+        }),
+    );
   }
   return families;
+}
+
+/** Every reserved character percent-encoded, as the contract's parameters (without allowReserved) ask. */
+export function encode(text: string): string {
+  return encodeURIComponent(text).replace(/[!'()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
 }
 
 function parses(text: string): boolean {

@@ -15,7 +15,7 @@ import type { Engine } from '../database.ts';
 import { startFakeStripe, type FakeStripe } from '../fake-stripe.ts';
 import { startTestServer, type TestServer } from '../harness.ts';
 import { NO_LIMITS } from '../plans.ts';
-import { caseFamilies, fuzzOperations, type BodySpec, type CaseFamily, type FuzzCase, type FuzzOperation, type ParamValue } from './cases.ts';
+import { caseFamilies, encode, fuzzOperations, type BodySpec, type CaseFamily, type FuzzCase, type FuzzOperation, type ParamValue } from './cases.ts';
 import { schemaChecker } from './schema-arbitrary.ts';
 
 export interface FuzzOptions {
@@ -337,11 +337,6 @@ interface BuiltRequest {
   summary: string;
 }
 
-/** Every reserved character percent-encoded, as the contract's parameters (without allowReserved) ask. */
-function encode(text: string): string {
-  return encodeURIComponent(text).replace(/[!'()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
-}
-
 async function paramText(name: string, value: ParamValue, fixtures: Fixtures): Promise<string> {
   if ('raw' in value) return value.raw;
   if ('literal' in value) return encode(value.literal);
@@ -369,7 +364,7 @@ async function buildRequest(baseUrl: string, op: FuzzOperation, fuzzCase: FuzzCa
   for (const p of op.pathParams) {
     pathText = pathText.replace(`{${p.name}}`, await paramText(p.name, fuzzCase.params[p.name] ?? { fixture: 'existing' }, fixtures));
   }
-  const query = fuzzCase.query.map(([name, value]) => `${encode(name)}=${encode(value)}`).join('&');
+  const query = [...fuzzCase.query.map(([name, value]) => `${encode(name)}=${encode(value)}`), ...(fuzzCase.rawQuery ? [fuzzCase.rawQuery] : [])].join('&');
   const target = `${pathText}${query ? `?${query}` : ''}`;
   const headers: Record<string, string> = { 'X-Request-Id': requestId, ...fuzzCase.headers };
   if (fuzzCase.credential === 'valid') headers.Authorization = `Bearer ${apiKey}`;
