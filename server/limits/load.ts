@@ -2,10 +2,14 @@
 // Retry-After) before they are started, so that what is already running (streams, runs, /health and
 // /ready, which no guard touches) keeps its share of the loop. The signal is the event loop's own delay:
 // the 99th percentile of the last half second's samples, or how late the sampling timer itself fired,
-// whichever is worse. A server whose loop is late by more than the threshold is past what it can serve.
+// whichever is worse. A server whose loop stays late by more than the threshold for two windows in a row
+// is past what it can serve; one late window alone is a stall (a module loaded on first use, a large
+// garbage collection, start-up) that is over by the time anyone could be refused, so it sheds nothing.
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 
 const WINDOW_MS = 500;
+/** Late windows in a row that make an overload. */
+const SUSTAINED_WINDOWS = 2;
 
 export interface LoadMonitor {
   /** The event loop's recent delay in milliseconds. */
@@ -20,17 +24,19 @@ export function createLoadMonitor(thresholdMs: number): LoadMonitor {
   const histogram = monitorEventLoopDelay({ resolution: 10 });
   histogram.enable();
   let recent = 0;
+  let lateWindows = 0;
   let expected = performance.now() + WINDOW_MS;
   const timer = setInterval(() => {
     const now = performance.now();
     recent = Math.max(histogram.percentile(99) / 1e6, now - expected);
+    lateWindows = thresholdMs > 0 && recent > thresholdMs ? lateWindows + 1 : 0;
     expected = now + WINDOW_MS;
     histogram.reset();
   }, WINDOW_MS);
   timer.unref();
   return {
     delayMs: () => recent,
-    overloaded: () => thresholdMs > 0 && recent > thresholdMs,
+    overloaded: () => lateWindows >= SUSTAINED_WINDOWS,
     stop() {
       clearInterval(timer);
       histogram.disable();
