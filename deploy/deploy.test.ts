@@ -42,6 +42,8 @@ describe('deployment files', () => {
     const haproxy = read('deploy/haproxy.cfg');
     expect(haproxy).toContain(`api:${port}`);
     expect(haproxy).toContain('option httpchk GET /ready');
+    // No request is sent on a server connection the server is closing for idleness.
+    expect(haproxy).toContain('option http-server-close');
   });
 
   it('Helm chart: parses, sets only known variables, probes /health and /ready on the container port', () => {
@@ -66,5 +68,6 @@ describe('deployment files', () => {
   it('the health paths the files use are the contract’s', () => {
     expect(Object.keys(contract.paths)).toEqual(expect.arrayContaining(['/health', '/ready']));
     expect(haproxyConfig(8080, [{ url: 'http://127.0.0.1:3001' }])).toContain('option httpchk GET /ready');
+    expect(haproxyConfig(8080, [{ url: 'http://127.0.0.1:3001' }])).toContain('option http-server-close');
   });
 });

@@ -64,6 +64,9 @@ export function haproxyConfig(port: number, servers: { url: string }[]): string 
     '  option redispatch',
     '  retries 2',
     '  retry-on conn-failure',
+    // One request per server connection (clients keep theirs alive): a server closes an idle keep-alive
+    // connection after 5 s, and a request sent on one at that instant would be cut, not retried.
+    '  option http-server-close',
     'frontend api',
     `  bind 127.0.0.1:${port}`,
     '  default_backend servers',
