@@ -2,11 +2,14 @@
 // --database-url says otherwise) and a loopback OpenAI upstream (bench/upstream.ts), each its own
 // process, under concurrent CRUD (agents, knowledge documents and search), agent chats as JSON and as
 // event streams, and OpenAI chat completions as JSON and streams, for --seconds. The server's resident
-// set is read from /proc every second: through a warm-up, the load and a settle period with no load, in
-// which nothing is forced (a GC cannot be asked of another process). It prints throughput per kind,
-// errors by kind and status, and the RSS after start-up, at the start of the measured load, at its peak
-// and at the end of the settle period, and exits non-zero when there were errors, when streams or runs
-// were left open, or when the end is not within the tolerance of the start.
+// set is read from /proc every second: through a warm-up, the load and a settle period with no load. At
+// the start of the load and at the end of the settle period the soak asks the server for a full garbage
+// collection through its inspector (started on a loopback port for the soak alone) and reads where its
+// memory is (/metrics: V8's heap, memory outside it, PGlite's WebAssembly memory): garbage V8 had not
+// yet collected is not a leak, what a full collection leaves is. It prints throughput per kind, errors
+// by kind and status, the RSS after start-up, at the start of the measured load, at its peak and at the
+// end, and exits non-zero when there were errors, when streams or runs were left open, or when the end
+// (after the collection) is not within the tolerance of the start (after one too).
 //   npm run soak -- --seconds 60 [--settle 30] [--warmup 10] [--concurrency 16] [--database-url postgres://…]
 import type { ChildProcess } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -20,11 +23,11 @@ import { freePort, runScript, spawnNode, untilHealthy } from '../server/testing/
 
 const MB = 1024 * 1024;
 /**
- * How far above its start the RSS may end: what V8 and the allocators keep after a burst without any
- * leak. The young generation is up to 3 × 16 MB of semi-spaces and stays committed until the memory
- * reducer's idle GCs shrink it; the old generation the load grew is given back page by page; malloc keeps
- * the arenas of libuv's worker threads and of the database driver. A fixed 64 MB covers those on a
- * heap of any size, where a percentage of a PGlite server's ~0.5 GB would hide a real leak. A leak, by
+ * How far above its start the RSS may end, both read after a full collection: what V8 and the allocators
+ * keep after a burst without any leak. The young generation is up to 3 × 16 MB of semi-spaces and stays
+ * committed; malloc keeps the arenas of libuv's worker threads and of the database driver; PGlite's
+ * WebAssembly memory grows to its high-water mark and never shrinks. A fixed 64 MB covers those on a heap
+ * of any size, where a percentage of a PGlite server's ~0.5 GB would hide a real leak. A leak, by
  * contrast, grows with the work done and shows past it on a run of a minute or more.
  */
 const RSS_TOLERANCE_BYTES = 64 * MB;
@@ -64,12 +67,15 @@ interface Child {
   stop(): Promise<number | null>;
 }
 
+/** What Node prints on stderr about the inspector the soak starts: not a problem. */
+const INSPECTOR_NOTICE = /^(Debugger (listening on|ending on) |For help, see: https:\/\/nodejs\.org|Debugger attached\.|Waiting for the debugger to disconnect)/;
+
 /** Starts a child, keeping the lines of its output that report a problem. */
 function startChild(args: string[], env: Record<string, string>, onLine: (line: string) => void = () => undefined): Child {
   const problems: string[] = [];
   const started = spawnNode(args, env, (line, from) => {
     onLine(line);
-    if (from === 'stderr' ? line.trim() !== '' : /"level":(5|6)0/.test(line)) problems.push(line);
+    if (from === 'stderr' ? line.trim() !== '' && !INSPECTOR_NOTICE.test(line) : /"level":(5|6)0/.test(line)) problems.push(line);
   });
   return { child: started.child, problems, stop: () => started.kill('SIGTERM') };
 }
@@ -180,6 +186,37 @@ function gauge(exposition: string, name: string): number | undefined {
 
 const mb = (bytes: number) => Math.round((bytes / MB) * 10) / 10;
 
+/** Asks the process behind an inspector port for a full garbage collection, and waits for it. */
+async function collectGarbage(inspectPort: number): Promise<void> {
+  const [target] = (await (await fetch(`http://127.0.0.1:${inspectPort}/json/list`)).json()) as { webSocketDebuggerUrl: string }[];
+  if (!target) throw new Error('The server has no inspector target.');
+  const socket = new WebSocket(target.webSocketDebuggerUrl);
+  try {
+    await new Promise<void>((resolve, reject) => {
+      socket.addEventListener('open', () => socket.send(JSON.stringify({ id: 1, method: 'HeapProfiler.collectGarbage' })));
+      socket.addEventListener('message', (event) => {
+        if ((JSON.parse(String(event.data)) as { id?: number }).id === 1) resolve();
+      });
+      socket.addEventListener('error', () => reject(new Error('The inspector connection failed.')));
+    });
+  } finally {
+    socket.close();
+  }
+}
+
+/** Where the server's memory is, from its own /metrics: V8's heap, memory outside it, PGlite's WebAssembly memory. */
+async function memoryParts(base: string): Promise<Record<'rss' | 'heapUsed' | 'heapTotal' | 'external' | 'embeddedDatabase', number>> {
+  const exposition = await (await fetch(`${base}/metrics`)).text();
+  const read = (name: string) => mb(gauge(exposition, name) ?? 0);
+  return {
+    rss: read('process_resident_memory_bytes'),
+    heapUsed: read('nodejs_heap_size_used_bytes'),
+    heapTotal: read('nodejs_heap_size_total_bytes'),
+    external: read('nodejs_external_memory_bytes'),
+    embeddedDatabase: read('database_embedded_memory_bytes'),
+  };
+}
+
 async function main(): Promise<number> {
   const dataDir = mkdtempSync(path.join(tmpdir(), 'oaa-soak-'));
   const children: Child[] = [];
@@ -200,11 +237,13 @@ async function main(): Promise<number> {
     const apiKey = await runScript('scripts/create-key.ts', ['--email', 'soak@example.com', '--name', 'soak'], env);
     const port = await freePort();
     const base = `http://127.0.0.1:${port}`;
-    const server = startChild(['server/main.ts'], { ...env, PORT: String(port), HOST: '127.0.0.1' });
+    const inspectPort = await freePort();
+    const server = startChild([`--inspect=127.0.0.1:${inspectPort}`, 'server/main.ts'], { ...env, PORT: String(port), HOST: '127.0.0.1' });
     children.push(server);
     await untilHealthy(base, server.child);
     const pid = server.child.pid!;
     const afterStartup = rssBytes(pid);
+    const partsAfterStartup = await memoryParts(base);
 
     const agentResponse = await fetch(`${base}/v1/agents`, {
       method: 'POST',
@@ -223,13 +262,15 @@ async function main(): Promise<number> {
     const warmupTally = tally;
     let running = true;
     const workers = Array.from({ length: concurrency }, (_, i) => worker(i, base, apiKey, agentId, () => tally, () => running));
-    let loadStart = rssBytes(pid);
     if (warmupSeconds > 0) {
       await sleep(warmupSeconds * 1000);
       phase = 'load';
       tally = newTally();
-      loadStart = rssBytes(pid);
     }
+    // The start, as the end will be read: after a full collection.
+    await collectGarbage(inspectPort);
+    const loadStart = rssBytes(pid);
+    const partsAtLoadStart = await memoryParts(base);
     const loadBegan = performance.now();
     await sleep(seconds * 1000);
     running = false;
@@ -239,7 +280,9 @@ async function main(): Promise<number> {
     const peak = Math.max(...samples.map((sample) => sample.rssMb)) * MB;
     await sleep(settleSeconds * 1000);
     clearInterval(sampler);
+    await collectGarbage(inspectPort);
     const end = rssBytes(pid);
+    const partsAtEnd = await memoryParts(base);
 
     const exposition = await (await fetch(`${base}/metrics`)).text();
     const openStreams = gauge(exposition, 'http_sse_streams_open');
@@ -268,6 +311,7 @@ async function main(): Promise<number> {
       errorSamples: tally.samples,
       warmupErrors: warmupTally.errors,
       rssMb: { afterStartup: mb(afterStartup), loadStart: mb(loadStart), peak: mb(peak), end: mb(end), limit: mb(limit), toleranceMb: mb(RSS_TOLERANCE_BYTES), withinTolerance: rssOk },
+      memoryMb: { afterStartup: partsAfterStartup, loadStart: partsAtLoadStart, end: partsAtEnd },
       afterSettle: { openStreams, liveRuns },
       serverExitCode: exitCode,
       serverErrorLines: server.problems.slice(0, 20),
@@ -280,7 +324,11 @@ async function main(): Promise<number> {
     console.log(`kind              requests    req/s\n${'-'.repeat(35)}\n${rows.join('\n')}\n${'all'.padEnd(17)} ${String(requests).padStart(8)} ${String(result.requestsPerSecond).padStart(8)}\n`);
     console.log(`errors: ${errorCount === 0 ? 'none' : JSON.stringify(tally.errors)}${warmupErrors ? `; during warm-up: ${JSON.stringify(warmupTally.errors)}` : ''}`);
     for (const [key, examples] of Object.entries(tally.samples)) console.log(`  ${key}: ${examples[0]}`);
-    console.log(`server RSS: ${mb(afterStartup)} MB after start-up, ${mb(loadStart)} MB at the start of the load, ${mb(peak)} MB at peak, ${mb(end)} MB after ${settleSeconds} s idle`);
+    console.log(`server RSS: ${mb(afterStartup)} MB after start-up, ${mb(loadStart)} MB at the start of the load, ${mb(peak)} MB at peak, ${mb(end)} MB after ${settleSeconds} s idle and a full collection`);
+    const partRows = (['rss', 'heapUsed', 'heapTotal', 'external', 'embeddedDatabase'] as const).map(
+      (part) => `${part.padEnd(17)} ${String(partsAfterStartup[part]).padStart(9)} ${String(partsAtLoadStart[part]).padStart(11)} ${String(partsAtEnd[part]).padStart(9)}`,
+    );
+    console.log(`memory (MB)        start-up  load start       end   (load start and end after a full collection)\n${partRows.join('\n')}`);
     console.log(`RSS at the end within ${mb(RSS_TOLERANCE_BYTES)} MB of the start (<= ${mb(limit)} MB): ${rssOk ? 'yes' : 'NO'}`);
     console.log(`after the load: ${openStreams} streams open, ${liveRuns} runs live; server exited with ${exitCode}${server.problems.length ? `; ${server.problems.length} error lines logged` : ''}`);
     mkdirSync(resultsDir, { recursive: true });

@@ -42,7 +42,7 @@ import { createLogger } from './logger.ts';
 import { createMetrics, type Metrics } from './metrics/metrics.ts';
 import type { ModelGateway } from './models/gateway.ts';
 import { createModelGateway } from './models/providers.ts';
-import type { Db } from './store/db.ts';
+import { pgliteMemoryBytes, type Db } from './store/db.ts';
 import { migrate } from './store/migrate.ts';
 import { createUsageMeter, type UsageMeter } from './usage/meter.ts';
 
@@ -204,6 +204,8 @@ export async function createServices(config: Config, overrides: ServiceOverrides
     logger,
   });
   metrics.countLiveRuns(engine.liveRuns);
+  const native = db.native;
+  if (native.engine === 'pglite') metrics.measureEmbeddedDatabase(() => pgliteMemoryBytes(native.pglite));
   await engine.start();
   const teams = createTeamStore({ db, agents, models, limitOf: resourceLimit });
   const teamRunner = createTeamRunner({ startTurn: engine.startTurn, lifecycle: runLifecycle, serverTools, teams, runs, logger });

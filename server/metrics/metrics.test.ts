@@ -59,6 +59,8 @@ describe('GET /metrics', () => {
     expect(text).toContain('# TYPE model_upstream_duration_seconds histogram');
     expect(sample(text, 'process_resident_memory_bytes')).toBeGreaterThan(0);
     expect(text).toContain('# TYPE nodejs_eventloop_lag_seconds gauge');
+    // The embedded database's WebAssembly memory, apart from the process's (PGlite here).
+    expect(sample(text, 'database_embedded_memory_bytes')).toBeGreaterThan(16 * 1024 * 1024);
   });
 
   it('counts requests by operation, method and status, and times them', async () => {

@@ -51,6 +51,8 @@ export interface Metrics extends UpstreamMetrics, RunMetrics {
   requests: RequestHandler;
   /** Reads the number of runs executing on this server at each scrape. */
   countLiveRuns(read: () => number): void;
+  /** Reads the size of the embedded database's WebAssembly memory at each scrape. */
+  measureEmbeddedDatabase(read: () => number): void;
   /** The exposition: this instance's metrics, then the process's. */
   render(): Promise<string>;
 }
@@ -118,6 +120,15 @@ export function createMetrics(): Metrics {
       this.set(liveRuns());
     },
   });
+  let embeddedBytes: () => number = () => 0;
+  new Gauge({
+    name: 'database_embedded_memory_bytes',
+    help: "The embedded database's (PGlite's) WebAssembly memory: its buffer pool, caches and work memory. It grows to its high-water mark and never shrinks, as WebAssembly memory cannot; 0 on PostgreSQL.",
+    registers,
+    collect() {
+      this.set(embeddedBytes());
+    },
+  });
   processMetrics();
 
   const recorders = new Map<string, OperationRecorder>();
@@ -179,6 +190,9 @@ export function createMetrics(): Metrics {
     },
     runFinished(status) {
       runsFinished.inc({ status });
+    },
+    measureEmbeddedDatabase(read) {
+      embeddedBytes = read;
     },
     countLiveRuns(read) {
       liveRuns = read;

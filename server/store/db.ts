@@ -33,3 +33,12 @@ export async function one<T>(db: Queryable, sql: string, params?: readonly SqlVa
   const rows = await db.query<T>(sql, params);
   return rows[0];
 }
+
+/**
+ * The size of a PGlite instance's WebAssembly memory, in bytes. PGlite keeps its Emscripten module in a
+ * field its types mark protected; the memory is read from it, and 0 is the answer when a release moves it.
+ */
+export function pgliteMemoryBytes(pglite: PGlite): number {
+  const module = (pglite as unknown as { mod?: { wasmMemory?: WebAssembly.Memory } }).mod;
+  return module?.wasmMemory?.buffer.byteLength ?? 0;
+}
