@@ -1360,7 +1360,8 @@ export interface paths {
          *     description, its skills (its tools and knowledge collections by name, never their internals or the
          *     instructions), the two bindings under `/a2a/{id}` (JSON-RPC at `/a2a/{id}`, HTTP+JSON below it),
          *     `protocolVersion` 1.0, streaming, and the credentials calls take (bearer API key or session token,
-         *     `X-API-Key`, HTTP Basic). Calling the agent needs its owner's credential. `ETag` and
+         *     `X-API-Key`, HTTP Basic). Calling the agent needs its owner's credential; with it, the extended card
+         *     (`capabilities.extendedAgentCard`, `GET /a2a/{id}/extendedAgentCard`) says more. `ETag` and
          *     `Cache-Control` come with it; `If-None-Match` with the current tag answers 304.
          */
         get: operations["getA2aAgentCard"];
@@ -1388,7 +1389,8 @@ export interface paths {
          * A2A over JSON-RPC 2.0
          * @description The A2A JSON-RPC binding of an agent or team: one JSON-RPC 2.0 request whose `method` picks the
          *     operation. With the header `A2A-Version: 1.0`: `SendMessage`, `SendStreamingMessage`, `GetTask`,
-         *     `ListTasks`, `CancelTask`, `SubscribeToTask`. Without the header a request speaks A2A 0.3:
+         *     `ListTasks`, `CancelTask`, `SubscribeToTask`, the push notification config methods and
+         *     `GetExtendedAgentCard` (the owner's extended card; 0.3's `agent/getAuthenticatedExtendedCard`). Without the header a request speaks A2A 0.3:
          *     `message/send`, `message/stream`, `tasks/get`, `tasks/cancel` and `tasks/resubscribe`, with 0.3's
          *     objects (`kind`, kebab-case states, `final` on status updates, bare results). A task is a run of the agent and its `contextId` the
          *     run's session. `SendMessage` blocks until the task completes, fails, is cancelled or needs input
@@ -1559,6 +1561,35 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/a2a/{a2aTargetId}/extendedAgentCard": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The id of an agent (`agt_…`) or a team (`team_…`). */
+                a2aTargetId: components["parameters"]["A2aTargetId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * A2A GetExtendedAgentCard (HTTP+JSON)
+         * @description The extended agent card, for the agent's or team's owner only (the public card declares it with
+         *     `capabilities.extendedAgentCard`): the public card, and besides the parameters of each client-side
+         *     tool, the agent's remote MCP servers by name with the tools they offer, which tools wait for
+         *     approval, and the model; for a team, each member's tools and knowledge collections. Never the
+         *     instructions, an MCP server's URL or headers, or the owner. Another user's credential gets what a
+         *     missing agent gets (404). Also over JSON-RPC as `GetExtendedAgentCard` (0.3:
+         *     `agent/getAuthenticatedExtendedCard`).
+         */
+        get: operations["getA2aExtendedAgentCard"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/a2a/{a2aTargetId}/tasks/{a2aTaskId}/pushNotificationConfigs": {
         parameters: {
             query?: never;
@@ -1611,7 +1642,8 @@ export interface paths {
         post?: never;
         /**
          * A2A DeleteTaskPushNotificationConfig (HTTP+JSON)
-         * @description Deletes the config; updates already enqueued for it are dropped.
+         * @description Deletes the config; updates already enqueued for it are dropped. Idempotent, as A2A asks: deleting
+         *     a config that is already gone answers 204 too; a task that is not the caller's is not found.
          */
         delete: operations["deleteA2aPushConfig"];
         options?: never;
@@ -4004,7 +4036,7 @@ export interface components {
         /** @description The request's id, echoed in the response. */
         A2aJsonRpcId: string | number | null;
         /** @description A JSON-RPC 2.0 request; `method` picks the A2A operation and the shape of `params`. */
-        A2aJsonRpcRequest: components["schemas"]["A2aJsonRpcSendMessage"] | components["schemas"]["A2aJsonRpcGetTask"] | components["schemas"]["A2aJsonRpcListTasks"] | components["schemas"]["A2aJsonRpcCancelTask"] | components["schemas"]["A2aJsonRpcSubscribeToTask"] | components["schemas"]["A2aJsonRpcCreatePushConfig"] | components["schemas"]["A2aJsonRpcGetPushConfig"] | components["schemas"]["A2aJsonRpcDeletePushConfig"] | components["schemas"]["A2aJsonRpcListPushConfigs"] | components["schemas"]["A2aJsonRpcV03Send"] | components["schemas"]["A2aJsonRpcV03Task"] | components["schemas"]["A2aJsonRpcNotOffered"];
+        A2aJsonRpcRequest: components["schemas"]["A2aJsonRpcSendMessage"] | components["schemas"]["A2aJsonRpcGetTask"] | components["schemas"]["A2aJsonRpcListTasks"] | components["schemas"]["A2aJsonRpcCancelTask"] | components["schemas"]["A2aJsonRpcSubscribeToTask"] | components["schemas"]["A2aJsonRpcCreatePushConfig"] | components["schemas"]["A2aJsonRpcGetPushConfig"] | components["schemas"]["A2aJsonRpcDeletePushConfig"] | components["schemas"]["A2aJsonRpcListPushConfigs"] | components["schemas"]["A2aJsonRpcV03Send"] | components["schemas"]["A2aJsonRpcV03Task"] | components["schemas"]["A2aJsonRpcGetExtendedAgentCard"] | components["schemas"]["A2aJsonRpcNotOffered"];
         A2aJsonRpcSendMessage: {
             /** @constant */
             jsonrpc: "2.0";
@@ -4106,7 +4138,7 @@ export interface components {
         };
         /**
          * @description Methods this server does not offer: A2A 0.3's push notification configs answer
-         *     PushNotificationNotSupported (-32003) (1.0's are offered), the extended card UnsupportedOperation (-32004).
+         *     PushNotificationNotSupported (-32003) (1.0's are offered).
          */
         A2aJsonRpcNotOffered: {
             /** @constant */
@@ -4116,8 +4148,26 @@ export interface components {
              * @description discriminator enum property added by openapi-typescript
              * @enum {string}
              */
-            method: "GetExtendedAgentCard" | "tasks/pushNotificationConfig/set" | "tasks/pushNotificationConfig/get" | "tasks/pushNotificationConfig/list" | "tasks/pushNotificationConfig/delete" | "agent/getAuthenticatedExtendedCard";
+            method: "tasks/pushNotificationConfig/set" | "tasks/pushNotificationConfig/get" | "tasks/pushNotificationConfig/list" | "tasks/pushNotificationConfig/delete";
             params?: components["schemas"]["A2aStruct"];
+        };
+        /**
+         * @description The extended agent card, for the agent's owner: `GetExtendedAgentCard` (1.0) or
+         *     `agent/getAuthenticatedExtendedCard` (0.3); the result is the card.
+         */
+        A2aJsonRpcGetExtendedAgentCard: {
+            /** @constant */
+            jsonrpc: "2.0";
+            id?: components["schemas"]["A2aJsonRpcId"];
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            method: "GetExtendedAgentCard" | "agent/getAuthenticatedExtendedCard";
+            params?: components["schemas"]["A2aGetExtendedAgentCardRequest"];
+        };
+        A2aGetExtendedAgentCardRequest: {
+            tenant?: string;
         };
         A2aJsonRpcError: {
             code: number;
@@ -4131,7 +4181,7 @@ export interface components {
             jsonrpc: "2.0";
             id: components["schemas"]["A2aJsonRpcId"];
             /** @description The method's answer (a `SendMessageResponse`, a `Task`, a `ListTasksResponse`, or in a stream a `StreamResponse`). */
-            result: components["schemas"]["A2aSendMessageResponse"] | components["schemas"]["A2aStreamResponse"] | components["schemas"]["A2aTask"] | components["schemas"]["A2aListTasksResponse"] | components["schemas"]["A2aTaskPushNotificationConfig"] | components["schemas"]["A2aListPushConfigsResponse"] | components["schemas"]["A2aV03Event"] | Record<string, never>;
+            result: components["schemas"]["A2aSendMessageResponse"] | components["schemas"]["A2aStreamResponse"] | components["schemas"]["A2aTask"] | components["schemas"]["A2aListTasksResponse"] | components["schemas"]["A2aTaskPushNotificationConfig"] | components["schemas"]["A2aListPushConfigsResponse"] | components["schemas"]["A2aAgentCard"] | components["schemas"]["A2aV03Event"] | Record<string, never>;
         };
         A2aJsonRpcFailure: {
             /** @constant */
@@ -4193,6 +4243,8 @@ export interface components {
             preferredTransport?: string;
             /** @description For A2A 0.3 clients, `0.3.0`; 1.0 clients read each interface's `protocolVersion`. */
             protocolVersion?: string;
+            /** @description For A2A 0.3 clients, whether `agent/getAuthenticatedExtendedCard` answers (1.0's `capabilities.extendedAgentCard`). */
+            supportsAuthenticatedExtendedCard?: boolean;
             capabilities: {
                 streaming?: boolean;
                 pushNotifications?: boolean;
@@ -7990,6 +8042,36 @@ export interface operations {
                 };
                 content: {
                     "text/event-stream": components["schemas"]["A2aStreamResponse"];
+                };
+            };
+            400: components["responses"]["A2aRestError"];
+            401: components["responses"]["A2aRestError"];
+            404: components["responses"]["A2aRestError"];
+            default: components["responses"]["A2aRestError"];
+        };
+    };
+    getA2aExtendedAgentCard: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The A2A version the client speaks (`1.0`); without it a request is A2A 0.3. */
+                "A2A-Version"?: components["parameters"]["A2aVersion"];
+            };
+            path: {
+                /** @description The id of an agent (`agt_…`) or a team (`team_…`). */
+                a2aTargetId: components["parameters"]["A2aTargetId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The extended card. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["A2aAgentCard"];
                 };
             };
             400: components["responses"]["A2aRestError"];

@@ -73,6 +73,7 @@ export type SecuredOperationId =
   | 'getA2aTask'
   | 'cancelA2aTask'
   | 'subscribeToA2aTask'
+  | 'getA2aExtendedAgentCard'
   | 'listA2aPushConfigs'
   | 'createA2aPushConfig'
   | 'getA2aPushConfig'
@@ -285,6 +286,8 @@ export interface Handlers<Auth, Ctx = object> {
   cancelA2aTask: Handler<'cancelA2aTask', 200, Auth, Ctx>;
   /** POST /a2a/{a2aTargetId}/tasks/{a2aTaskId}:subscribe: A2A SubscribeToTask (HTTP+JSON) */
   subscribeToA2aTask: Handler<'subscribeToA2aTask', 200, Auth, Ctx>;
+  /** GET /a2a/{a2aTargetId}/extendedAgentCard: A2A GetExtendedAgentCard (HTTP+JSON) */
+  getA2aExtendedAgentCard: Handler<'getA2aExtendedAgentCard', 200, Auth, Ctx>;
   /** GET /a2a/{a2aTargetId}/tasks/{a2aTaskId}/pushNotificationConfigs: A2A ListTaskPushNotificationConfigs (HTTP+JSON) */
   listA2aPushConfigs: Handler<'listA2aPushConfigs', 200, Auth, Ctx>;
   /** POST /a2a/{a2aTargetId}/tasks/{a2aTaskId}/pushNotificationConfigs: A2A CreateTaskPushNotificationConfig (HTTP+JSON) */
@@ -392,6 +395,7 @@ export const routes: readonly RouteSpec[] = [
   { operationId: 'getA2aTask', method: 'get', path: '/a2a/{a2aTargetId}/tasks/{a2aTaskId}', expressPath: "/a2a/:a2aTargetId/tasks/:a2aTaskId", secured: true, handlerStatuses: [200], responseContent: {"200":["application/json"]}, requestContentTypes: [], errorFormat: "a2a-rest" },
   { operationId: 'cancelA2aTask', method: 'post', path: '/a2a/{a2aTargetId}/tasks/{a2aTaskId}:cancel', expressPath: "/a2a/:a2aTargetId/tasks/:a2aTaskId\\:cancel", secured: true, handlerStatuses: [200], responseContent: {"200":["application/json"]}, requestContentTypes: ["application/json"], errorFormat: "a2a-rest" },
   { operationId: 'subscribeToA2aTask', method: 'post', path: '/a2a/{a2aTargetId}/tasks/{a2aTaskId}:subscribe', expressPath: "/a2a/:a2aTargetId/tasks/:a2aTaskId\\:subscribe", secured: true, handlerStatuses: [200], responseContent: {"200":["text/event-stream"]}, requestContentTypes: [], errorFormat: "a2a-rest" },
+  { operationId: 'getA2aExtendedAgentCard', method: 'get', path: '/a2a/{a2aTargetId}/extendedAgentCard', expressPath: "/a2a/:a2aTargetId/extendedAgentCard", secured: true, handlerStatuses: [200], responseContent: {"200":["application/json"]}, requestContentTypes: [], errorFormat: "a2a-rest" },
   { operationId: 'listA2aPushConfigs', method: 'get', path: '/a2a/{a2aTargetId}/tasks/{a2aTaskId}/pushNotificationConfigs', expressPath: "/a2a/:a2aTargetId/tasks/:a2aTaskId/pushNotificationConfigs", secured: true, handlerStatuses: [200], responseContent: {"200":["application/json"]}, requestContentTypes: [], errorFormat: "a2a-rest" },
   { operationId: 'createA2aPushConfig', method: 'post', path: '/a2a/{a2aTargetId}/tasks/{a2aTaskId}/pushNotificationConfigs', expressPath: "/a2a/:a2aTargetId/tasks/:a2aTaskId/pushNotificationConfigs", secured: true, handlerStatuses: [200], responseContent: {"200":["application/json"]}, requestContentTypes: ["application/json"], errorFormat: "a2a-rest" },
   { operationId: 'getA2aPushConfig', method: 'get', path: '/a2a/{a2aTargetId}/tasks/{a2aTaskId}/pushNotificationConfigs/{a2aPushConfigId}', expressPath: "/a2a/:a2aTargetId/tasks/:a2aTaskId/pushNotificationConfigs/:a2aPushConfigId", secured: true, handlerStatuses: [200], responseContent: {"200":["application/json"]}, requestContentTypes: [], errorFormat: "a2a-rest" },

@@ -245,6 +245,35 @@ describe.each(await availableEngines())('A2A (%s)', (engine) => {
       await expect(intruder.getTask({ id: mine.id, historyLength: undefined, tenant: '' })).rejects.toThrow();
     });
 
+    it('gives the owner the extended card, which says more than the public one; another user gets what a missing agent gets', async () => {
+      const publicCard = (await (await fetch(`${server.url}/a2a/${toolAgentId}/.well-known/agent-card.json`)).json()) as { capabilities: { extendedAgentCard?: boolean }; skills: { id: string; description: string; tags: string[] }[] };
+      expect(publicCard.capabilities.extendedAgentCard).toBe(true);
+      expect(JSON.stringify(publicCard)).not.toContain('Parameters:');
+      const extended = await (await clientFor(toolAgentId, binding)).getAgentCard();
+      const lookup = extended.skills.find((skill) => skill.id === 'tool:lookup');
+      expect(lookup?.description).toContain('Parameters: q? (string).');
+      expect(extended.skills.find((skill) => skill.id === 'conversation')?.tags).toEqual(expect.arrayContaining([expect.stringMatching(/^model:/)]));
+      expect(extended.skills.map((skill) => skill.id)).toEqual(publicCard.skills.map((skill) => skill.id));
+      const teamCard = await (await clientFor(teamId, binding)).getAgentCard();
+      expect(teamCard.skills.find((skill) => skill.id === 'member:Echo')?.tags).toEqual(expect.arrayContaining(['tool:calculator']));
+      const secret = await (await clientFor(agentId, binding)).getAgentCard();
+      expect(JSON.stringify(secret)).not.toContain('SECRET-INSTRUCTIONS');
+      expect(JSON.stringify(secret)).not.toContain(user.userId);
+
+      // Another user's valid credential on this agent, and the owner's on an id that is no agent: the same answer.
+      const strangerCall = (id: string) =>
+        binding === 'JSONRPC'
+          ? fetch(`${server.url}/a2a/${id}`, { method: 'POST', headers: { Authorization: `Bearer ${stranger.apiKey}`, 'A2A-Version': '1.0', 'Content-Type': 'application/json' }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'GetExtendedAgentCard' }) })
+          : fetch(`${server.url}/a2a/${id}/extendedAgentCard`, { headers: { Authorization: `Bearer ${stranger.apiKey}`, 'A2A-Version': '1.0' } });
+      const missing = 'agt_00000000000000000000000000';
+      const [other, absent] = [await strangerCall(toolAgentId), await strangerCall(missing)];
+      expect(other.status).toBe(404);
+      expect(absent.status).toBe(other.status);
+      expect(JSON.stringify(await other.json()).replaceAll(toolAgentId, 'ID')).toBe(JSON.stringify(await absent.json()).replaceAll(missing, 'ID'));
+      const anonymous = await fetch(`${server.url}/a2a/${toolAgentId}/extendedAgentCard`, { headers: { 'A2A-Version': '1.0' } });
+      expect(anonymous.status).toBe(401);
+    });
+
     it('talks to a team as to an agent', async () => {
       const client = await clientFor(teamId, binding);
       const task = (await client.sendMessage(userMessage([text('hello team')]))) as Task;
@@ -277,10 +306,11 @@ describe.each(await availableEngines())('A2A (%s)', (engine) => {
       expect(await unauthenticated.json()).toMatchObject({ jsonrpc: '2.0', id: null, error: { code: -32600 } });
     });
 
-    it('answers the methods of capabilities the card does not declare as A2A asks', async () => {
+    it('answers push config methods and the extended card as A2A asks, in 1.0 and 0.3', async () => {
       // 1.0's push configs are offered (push.test.ts): a missing task is TaskNotFound; 0.3's are not.
       expect((await rpc({ jsonrpc: '2.0', id: 1, method: 'CreateTaskPushNotificationConfig', params: { taskId: 'run_x', url: 'https://example.com/hook' } })).body.error?.code).toBe(-32001);
-      expect((await rpc({ jsonrpc: '2.0', id: 2, method: 'GetExtendedAgentCard' })).body.error?.code).toBe(-32004);
+      expect((await rpc({ jsonrpc: '2.0', id: 2, method: 'GetExtendedAgentCard' })).body.result).toMatchObject({ name: 'Echo', capabilities: { extendedAgentCard: true } });
+      expect((await rpc({ jsonrpc: '2.0', id: 2, method: 'agent/getAuthenticatedExtendedCard' }, {})).body.result).toMatchObject({ name: 'Echo', supportsAuthenticatedExtendedCard: true });
       expect((await rpc({ jsonrpc: '2.0', id: 3, method: 'tasks/pushNotificationConfig/set', params: {} }, {})).body.error?.code).toBe(-32003);
     });
 

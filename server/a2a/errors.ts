@@ -7,17 +7,20 @@ import { ApiError, type ErrorCode } from '../errors.ts';
 export const A2A_DOMAIN = 'a2a-protocol.org';
 const OUR_DOMAIN = 'open-agent-api';
 
-/** A2A's errors: JSON-RPC code, the catalog code that gives the HTTP status, and the gRPC status name. */
+/**
+ * A2A's errors: JSON-RPC code, the catalog code that gives the HTTP status, and the gRPC status name, as the
+ * specification's table of error code mappings (section 5.4) has them.
+ */
 export const A2A_ERRORS = {
   TaskNotFound: { rpc: -32001, code: 'not_found', grpc: 'NOT_FOUND', reason: 'TASK_NOT_FOUND' },
-  TaskNotCancelable: { rpc: -32002, code: 'invalid_request', grpc: 'FAILED_PRECONDITION', reason: 'TASK_NOT_CANCELABLE' },
-  PushNotificationNotSupported: { rpc: -32003, code: 'invalid_request', grpc: 'FAILED_PRECONDITION', reason: 'PUSH_NOTIFICATION_NOT_SUPPORTED' },
-  UnsupportedOperation: { rpc: -32004, code: 'invalid_request', grpc: 'FAILED_PRECONDITION', reason: 'UNSUPPORTED_OPERATION' },
-  ContentTypeNotSupported: { rpc: -32005, code: 'invalid_request', grpc: 'INVALID_ARGUMENT', reason: 'CONTENT_TYPE_NOT_SUPPORTED' },
-  InvalidAgentResponse: { rpc: -32006, code: 'internal_error', grpc: 'INTERNAL', reason: 'INVALID_AGENT_RESPONSE' },
+  TaskNotCancelable: { rpc: -32002, code: 'conflict', grpc: 'FAILED_PRECONDITION', reason: 'TASK_NOT_CANCELABLE' },
+  PushNotificationNotSupported: { rpc: -32003, code: 'invalid_request', grpc: 'UNIMPLEMENTED', reason: 'PUSH_NOTIFICATION_NOT_SUPPORTED' },
+  UnsupportedOperation: { rpc: -32004, code: 'invalid_request', grpc: 'UNIMPLEMENTED', reason: 'UNSUPPORTED_OPERATION' },
+  ContentTypeNotSupported: { rpc: -32005, code: 'unsupported_media_type', grpc: 'INVALID_ARGUMENT', reason: 'CONTENT_TYPE_NOT_SUPPORTED' },
+  InvalidAgentResponse: { rpc: -32006, code: 'upstream_error', grpc: 'INTERNAL', reason: 'INVALID_AGENT_RESPONSE' },
   ExtendedAgentCardNotConfigured: { rpc: -32007, code: 'invalid_request', grpc: 'FAILED_PRECONDITION', reason: 'EXTENDED_AGENT_CARD_NOT_CONFIGURED' },
   ExtensionSupportRequired: { rpc: -32008, code: 'invalid_request', grpc: 'FAILED_PRECONDITION', reason: 'EXTENSION_SUPPORT_REQUIRED' },
-  VersionNotSupported: { rpc: -32009, code: 'invalid_request', grpc: 'FAILED_PRECONDITION', reason: 'VERSION_NOT_SUPPORTED' },
+  VersionNotSupported: { rpc: -32009, code: 'invalid_request', grpc: 'UNIMPLEMENTED', reason: 'VERSION_NOT_SUPPORTED' },
 } as const satisfies Record<string, { rpc: number; code: ErrorCode; grpc: string; reason: string }>;
 
 export type A2aErrorKind = keyof typeof A2A_ERRORS;

@@ -14,7 +14,7 @@ import type { RunStore } from '../runs/store.ts';
 import type { Queryable } from '../store/db.ts';
 import type { TeamRunner } from '../teams/runner.ts';
 import type { TeamStore } from '../teams/teams.ts';
-import { agentCard, cardFacts, etagOf, matchesEtag } from './card.ts';
+import { agentCard, cardFacts, etagOf, extendedAgentCard, matchesEtag, type ExtendedFacts } from './card.ts';
 import { A2aError, jsonRpcError, jsonRpcIdOf, restError } from './errors.ts';
 import { statusOfRun, TERMINAL_STATES } from './projection.ts';
 import type { A2aStreamResponse } from './projection.ts';
@@ -92,10 +92,23 @@ export function a2aHandlers(deps: A2aDeps, contract: Pick<Contract, 'version'>) 
       const task = await ownTask(userId, targetId, taskId);
       return { configs: await deps.a2aPush.list(task.id), nextPageToken: '' };
     },
+    /** Idempotent, as A2A asks: a config already gone is deleted all the same; a task that is not the caller's is not found. */
     async remove(userId: string, targetId: string, taskId: string, id: string) {
       const task = await ownTask(userId, targetId, taskId);
-      if (!(await deps.a2aPush.remove(task.id, id))) throw pushConfigNotFound(task.id, id);
+      await deps.a2aPush.remove(task.id, id);
     },
+  };
+
+  /** The extended card, for the owner: another user's agent or team is not found, as a missing one. */
+  const extendedCard = async (userId: string, targetId: string) => {
+    let facts: ExtendedFacts;
+    if (targetId.startsWith('team_')) {
+      const team = await deps.teams.get(userId, targetId);
+      facts = { kind: 'team', members: await Promise.all(team.members.map((member) => deps.agents.get(userId, member.agent_id))) };
+    } else {
+      facts = { kind: 'agent', agent: await deps.agents.get(userId, targetId) };
+    }
+    return extendedAgentCard(agentCard(await cardFacts(deps.db, targetId), deps.config.publicUrl, contract.version), facts);
   };
 
   const frames = async function* <T>(events: AsyncIterable<A2aStreamResponse>, wrap: (event: A2aStreamResponse) => T): AsyncGenerator<SseFrame<T>> {
@@ -155,11 +168,10 @@ export function a2aHandlers(deps: A2aDeps, contract: Pick<Contract, 'version'>) 
           return answer(v03.taskOut(await tasks.cancel(caller, target, body.params.id)));
         case 'tasks/resubscribe':
           return stream(await tasks.subscribe(caller, target, body.params.id, signal), v03.eventOut);
-        // Capabilities the card does not declare, answered as A2A asks for them.
         case 'GetExtendedAgentCard':
         case 'agent/getAuthenticatedExtendedCard':
-          await tasks.ownTarget(caller.userId, target);
-          throw new A2aError('UnsupportedOperation', 'This agent has no extended card; its public card says all there is.');
+          return answer(await extendedCard(caller.userId, target));
+        // 0.3's push notification configs, which the 0.3 card does not declare, answered as A2A asks.
         default:
           await tasks.ownTarget(caller.userId, target);
           throw new A2aError('PushNotificationNotSupported', 'Push notification configs are offered to A2A 1.0 clients (CreateTaskPushNotificationConfig and the like), not over 0.3.');
@@ -194,6 +206,11 @@ export function a2aHandlers(deps: A2aDeps, contract: Pick<Contract, 'version'>) 
     async subscribeToA2aTask({ auth, params, headers, signal }) {
       checkVersion(headers);
       return { status: 200, stream: frames(await tasks.subscribe(callerOf(auth), params.a2aTargetId, params.a2aTaskId, signal), (event) => event) };
+    },
+
+    async getA2aExtendedAgentCard({ auth, params, headers }) {
+      checkVersion(headers);
+      return { status: 200, body: await extendedCard(callerOf(auth).userId, params.a2aTargetId) };
     },
 
     async createA2aPushConfig({ auth, body, params, headers }) {

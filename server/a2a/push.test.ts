@@ -3,8 +3,6 @@
 // config's token and credentials, also when it fails the first delivery. A private address the allow-list
 // does not name is refused; another user's task is not found.
 import { randomUUID } from 'node:crypto';
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { Role, TaskState, type Part, type Task } from '@a2a-js/sdk';
 import { ClientFactory, JsonRpcTransportFactory, RestTransportFactory, type Client } from '@a2a-js/sdk/client';
 import { TaskNotFoundError } from '@a2a-js/sdk/errors';
@@ -13,39 +11,10 @@ import { availableEngines } from '../testing/database.ts';
 import { startFakeOpenAI, type FakeOpenAI } from '../testing/fake-openai.ts';
 import { startTestServer, type TestServer, type TestUser } from '../testing/harness.ts';
 import { unlimitedPlanEnv } from '../testing/plans.ts';
+import { startPushReceiver, type PushReceiver } from '../testing/push-receiver.ts';
 
 type Binding = 'JSONRPC' | 'HTTP+JSON';
 const BINDINGS: Binding[] = ['JSONRPC', 'HTTP+JSON'];
-
-interface Delivery {
-  path: string;
-  headers: http.IncomingHttpHeaders;
-  body: { task?: { id: string; status: { state: string } }; statusUpdate?: { taskId: string; status: { state: string } } };
-}
-
-/** A push receiver: records every request; paths in `failFirst` answer 503 to their first request. */
-async function startReceiver(failFirst: Set<string>) {
-  const deliveries: Delivery[] = [];
-  const attempts = new Map<string, number>();
-  const server = http.createServer((req, res) => {
-    let raw = '';
-    req.on('data', (chunk: Buffer) => (raw += chunk.toString('utf8')));
-    req.on('end', () => {
-      const path = req.url ?? '/';
-      const attempt = (attempts.get(path) ?? 0) + 1;
-      attempts.set(path, attempt);
-      if (failFirst.has(path) && attempt === 1) {
-        res.writeHead(503).end();
-        return;
-      }
-      deliveries.push({ path, headers: req.headers, body: JSON.parse(raw) as Delivery['body'] });
-      res.writeHead(200).end();
-    });
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  return { url, deliveries, attempts, close: () => new Promise<void>((resolve) => server.close(() => resolve())) };
-}
 
 const text = (value: string): Part => ({ content: { $case: 'text', value }, metadata: undefined, filename: '', mediaType: '' });
 
@@ -77,7 +46,7 @@ const pushConfig = (taskId: string, id: string, url: string, token = '') => ({ t
 describe.each(await availableEngines())('A2A push notifications (%s)', (engine) => {
   let server: TestServer;
   let upstream: FakeOpenAI;
-  let receiver: Awaited<ReturnType<typeof startReceiver>>;
+  let receiver: PushReceiver;
   let user: TestUser;
   let stranger: TestUser;
   let agentId: string;
@@ -86,7 +55,7 @@ describe.each(await availableEngines())('A2A push notifications (%s)', (engine) 
 
   beforeAll(async () => {
     upstream = await startFakeOpenAI({ models: ['scripted'] });
-    receiver = await startReceiver(new Set(['/flaky']));
+    receiver = await startPushReceiver(new Set(['/flaky']));
     server = await startTestServer({ engine, env: { ...unlimitedPlanEnv(), OPENAI_BASE_URL: upstream.url, OUTBOUND_ALLOW: '127.0.0.1' } });
     user = await server.signUp();
     stranger = await server.signUp();
