@@ -1390,8 +1390,9 @@ export interface paths {
          * @description The A2A JSON-RPC binding of an agent or team: one JSON-RPC 2.0 request whose `method` picks the
          *     operation. With the header `A2A-Version: 1.0`: `SendMessage`, `SendStreamingMessage`, `GetTask`,
          *     `ListTasks`, `CancelTask`, `SubscribeToTask`, the push notification config methods and
-         *     `GetExtendedAgentCard` (the owner's extended card; 0.3's `agent/getAuthenticatedExtendedCard`). Without the header a request speaks A2A 0.3:
-         *     `message/send`, `message/stream`, `tasks/get`, `tasks/cancel` and `tasks/resubscribe`, with 0.3's
+         *     `GetExtendedAgentCard` (the owner's extended card). Without the header a request speaks A2A 0.3:
+         *     `message/send`, `message/stream`, `tasks/get`, `tasks/cancel`, `tasks/resubscribe`,
+         *     `tasks/pushNotificationConfig/set|get|list|delete` and `agent/getAuthenticatedExtendedCard`, with 0.3's
          *     objects (`kind`, kebab-case states, `final` on status updates, bare results). A task is a run of the agent and its `contextId` the
          *     run's session. `SendMessage` blocks until the task completes, fails, is cancelled or needs input
          *     (`configuration.returnImmediately` answers at once); the streaming methods answer server-sent events,
@@ -4036,7 +4037,7 @@ export interface components {
         /** @description The request's id, echoed in the response. */
         A2aJsonRpcId: string | number | null;
         /** @description A JSON-RPC 2.0 request; `method` picks the A2A operation and the shape of `params`. */
-        A2aJsonRpcRequest: components["schemas"]["A2aJsonRpcSendMessage"] | components["schemas"]["A2aJsonRpcGetTask"] | components["schemas"]["A2aJsonRpcListTasks"] | components["schemas"]["A2aJsonRpcCancelTask"] | components["schemas"]["A2aJsonRpcSubscribeToTask"] | components["schemas"]["A2aJsonRpcCreatePushConfig"] | components["schemas"]["A2aJsonRpcGetPushConfig"] | components["schemas"]["A2aJsonRpcDeletePushConfig"] | components["schemas"]["A2aJsonRpcListPushConfigs"] | components["schemas"]["A2aJsonRpcV03Send"] | components["schemas"]["A2aJsonRpcV03Task"] | components["schemas"]["A2aJsonRpcGetExtendedAgentCard"] | components["schemas"]["A2aJsonRpcNotOffered"];
+        A2aJsonRpcRequest: components["schemas"]["A2aJsonRpcSendMessage"] | components["schemas"]["A2aJsonRpcGetTask"] | components["schemas"]["A2aJsonRpcListTasks"] | components["schemas"]["A2aJsonRpcCancelTask"] | components["schemas"]["A2aJsonRpcSubscribeToTask"] | components["schemas"]["A2aJsonRpcCreatePushConfig"] | components["schemas"]["A2aJsonRpcGetPushConfig"] | components["schemas"]["A2aJsonRpcDeletePushConfig"] | components["schemas"]["A2aJsonRpcListPushConfigs"] | components["schemas"]["A2aJsonRpcV03Send"] | components["schemas"]["A2aJsonRpcV03Task"] | components["schemas"]["A2aJsonRpcGetExtendedAgentCard"] | components["schemas"]["A2aJsonRpcV03PushSet"] | components["schemas"]["A2aJsonRpcV03PushTask"];
         A2aJsonRpcSendMessage: {
             /** @constant */
             jsonrpc: "2.0";
@@ -4137,21 +4138,6 @@ export interface components {
             params: components["schemas"]["A2aListPushConfigsRequest"];
         };
         /**
-         * @description Methods this server does not offer: A2A 0.3's push notification configs answer
-         *     PushNotificationNotSupported (-32003) (1.0's are offered).
-         */
-        A2aJsonRpcNotOffered: {
-            /** @constant */
-            jsonrpc: "2.0";
-            id?: components["schemas"]["A2aJsonRpcId"];
-            /**
-             * @description discriminator enum property added by openapi-typescript
-             * @enum {string}
-             */
-            method: "tasks/pushNotificationConfig/set" | "tasks/pushNotificationConfig/get" | "tasks/pushNotificationConfig/list" | "tasks/pushNotificationConfig/delete";
-            params?: components["schemas"]["A2aStruct"];
-        };
-        /**
          * @description The extended agent card, for the agent's owner: `GetExtendedAgentCard` (1.0) or
          *     `agent/getAuthenticatedExtendedCard` (0.3); the result is the card.
          */
@@ -4181,7 +4167,7 @@ export interface components {
             jsonrpc: "2.0";
             id: components["schemas"]["A2aJsonRpcId"];
             /** @description The method's answer (a `SendMessageResponse`, a `Task`, a `ListTasksResponse`, or in a stream a `StreamResponse`). */
-            result: components["schemas"]["A2aSendMessageResponse"] | components["schemas"]["A2aStreamResponse"] | components["schemas"]["A2aTask"] | components["schemas"]["A2aListTasksResponse"] | components["schemas"]["A2aTaskPushNotificationConfig"] | components["schemas"]["A2aListPushConfigsResponse"] | components["schemas"]["A2aAgentCard"] | components["schemas"]["A2aV03Event"] | Record<string, never>;
+            result: components["schemas"]["A2aSendMessageResponse"] | components["schemas"]["A2aStreamResponse"] | components["schemas"]["A2aTask"] | components["schemas"]["A2aListTasksResponse"] | components["schemas"]["A2aTaskPushNotificationConfig"] | components["schemas"]["A2aListPushConfigsResponse"] | components["schemas"]["A2aAgentCard"] | components["schemas"]["A2aV03Event"] | components["schemas"]["A2aV03TaskPushConfig"] | components["schemas"]["A2aV03TaskPushConfig"][] | Record<string, never> | null;
         };
         A2aJsonRpcFailure: {
             /** @constant */
@@ -4348,8 +4334,55 @@ export interface components {
                 acceptedOutputModes?: string[];
                 blocking?: boolean;
                 historyLength?: number;
+                pushNotificationConfig?: components["schemas"]["A2aV03PushConfig"];
             };
             metadata?: components["schemas"]["A2aStruct"];
+        };
+        /** @description An A2A 0.3 push notification config; without an `id`, the task's id is its id. */
+        A2aV03PushConfig: {
+            id?: string;
+            url: string;
+            token?: string;
+            authentication?: {
+                schemes: string[];
+                credentials?: string;
+            };
+        };
+        /** @description An A2A 0.3 push notification config of a task. */
+        A2aV03TaskPushConfig: {
+            taskId: string;
+            pushNotificationConfig: components["schemas"]["A2aV03PushConfig"];
+        };
+        /** @description A2A 0.3's `tasks/pushNotificationConfig/set`, 1.0's CreateTaskPushNotificationConfig in 0.3's shapes. */
+        A2aJsonRpcV03PushSet: {
+            /** @constant */
+            jsonrpc: "2.0";
+            id?: components["schemas"]["A2aJsonRpcId"];
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            method: "tasks/pushNotificationConfig/set";
+            params: components["schemas"]["A2aV03TaskPushConfig"];
+        };
+        /**
+         * @description A2A 0.3's `tasks/pushNotificationConfig/get` (the config `pushNotificationConfigId`, or without it the
+         *     one whose id is the task's), `list` and `delete`.
+         */
+        A2aJsonRpcV03PushTask: {
+            /** @constant */
+            jsonrpc: "2.0";
+            id?: components["schemas"]["A2aJsonRpcId"];
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            method: "tasks/pushNotificationConfig/get" | "tasks/pushNotificationConfig/list" | "tasks/pushNotificationConfig/delete";
+            params: {
+                id: string;
+                pushNotificationConfigId?: string;
+                metadata?: components["schemas"]["A2aStruct"];
+            };
         };
         A2aJsonRpcV03Send: {
             /** @constant */

@@ -311,7 +311,9 @@ describe.each(await availableEngines())('A2A (%s)', (engine) => {
       expect((await rpc({ jsonrpc: '2.0', id: 1, method: 'CreateTaskPushNotificationConfig', params: { taskId: 'run_x', url: 'https://example.com/hook' } })).body.error?.code).toBe(-32001);
       expect((await rpc({ jsonrpc: '2.0', id: 2, method: 'GetExtendedAgentCard' })).body.result).toMatchObject({ name: 'Echo', capabilities: { extendedAgentCard: true } });
       expect((await rpc({ jsonrpc: '2.0', id: 2, method: 'agent/getAuthenticatedExtendedCard' }, {})).body.result).toMatchObject({ name: 'Echo', supportsAuthenticatedExtendedCard: true });
-      expect((await rpc({ jsonrpc: '2.0', id: 3, method: 'tasks/pushNotificationConfig/set', params: {} }, {})).body.error?.code).toBe(-32003);
+      // 0.3's push configs are offered too (push.test.ts); params off 0.3's shape are invalid params.
+      expect((await rpc({ jsonrpc: '2.0', id: 3, method: 'tasks/pushNotificationConfig/set', params: {} }, {})).body.error?.code).toBe(-32602);
+      expect((await rpc({ jsonrpc: '2.0', id: 4, method: 'tasks/pushNotificationConfig/list', params: { id: 'run_x' } }, {})).body.error?.code).toBe(-32001);
     });
 
     it('refuses bytes the agent cannot read as ContentTypeNotSupported', async () => {

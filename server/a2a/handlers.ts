@@ -4,7 +4,7 @@
 import type { components } from '../../generated/openapi.gen.ts';
 import type { SseFrame } from '../../generated/server.gen.ts';
 import type { AgentStore } from '../agents/agents.ts';
-import { ApiError } from '../errors.ts';
+import { ApiError, invalidRequest } from '../errors.ts';
 import { callerOf } from '../http/auth.ts';
 import type { Contract } from '../http/contract.ts';
 import type { ErrorFormat } from '../http/error-handler.ts';
@@ -171,10 +171,23 @@ export function a2aHandlers(deps: A2aDeps, contract: Pick<Contract, 'version'>) 
         case 'GetExtendedAgentCard':
         case 'agent/getAuthenticatedExtendedCard':
           return answer(await extendedCard(caller.userId, target));
-        // 0.3's push notification configs, which the 0.3 card does not declare, answered as A2A asks.
-        default:
-          await tasks.ownTarget(caller.userId, target);
-          throw new A2aError('PushNotificationNotSupported', 'Push notification configs are offered to A2A 1.0 clients (CreateTaskPushNotificationConfig and the like), not over 0.3.');
+        case 'tasks/pushNotificationConfig/set':
+          return answer(v03.pushConfigOut(await pushConfigs.create(caller.userId, target, body.params.taskId, v03.pushConfigIn(body.params.taskId, body.params.pushNotificationConfig))));
+        case 'tasks/pushNotificationConfig/get': {
+          const { id: taskId, pushNotificationConfigId: configId } = body.params;
+          // Without a config id, 0.3 asks for the task's config: the one named after the task, or its only one.
+          if (configId) return answer(v03.pushConfigOut(await pushConfigs.get(caller.userId, target, taskId, configId)));
+          const { configs } = await pushConfigs.list(caller.userId, target, taskId);
+          const config = configs.find((item) => item.id === taskId) ?? configs[0];
+          if (!config) throw pushConfigNotFound(taskId, taskId);
+          return answer(v03.pushConfigOut(config));
+        }
+        case 'tasks/pushNotificationConfig/list':
+          return answer((await pushConfigs.list(caller.userId, target, body.params.id)).configs.map(v03.pushConfigOut));
+        case 'tasks/pushNotificationConfig/delete':
+          if (!body.params.pushNotificationConfigId) throw invalidRequest('Name the config to delete.', 'params.pushNotificationConfigId');
+          await pushConfigs.remove(caller.userId, target, body.params.id, body.params.pushNotificationConfigId);
+          return answer(null);
       }
     },
 

@@ -170,6 +170,41 @@ describe.each(await availableEngines())('A2A push notifications (%s)', (engine) 
     expect(last.headers['x-a2a-notification-token']).toBe('tok-turns');
   });
 
+  it('manages and delivers push configs for A2A 0.3 clients (tasks/pushNotificationConfig/*, message/send)', async () => {
+    const fetchImpl: typeof fetch = (input, init) => fetch(input, { ...init, headers: { ...Object.fromEntries(new Headers(init?.headers)), Authorization: `Bearer ${user.apiKey}` } });
+    const card = await (await fetch(`${server.url}/a2a/${agentId}/.well-known/agent-card.json`)).json();
+    card.supportedInterfaces = card.supportedInterfaces.filter((item: { protocolVersion: string; protocolBinding: string }) => item.protocolVersion === '0.3' && item.protocolBinding === 'JSONRPC');
+    const legacy = await new ClientFactory({ transports: [new JsonRpcTransportFactory({ fetchImpl, legacyCompat: { enabled: true } })] }).createFromAgentCard(card);
+    expect(legacy.protocolVersion).toMatch(/^0\.3/);
+    const task = (await legacy.sendMessage(userMessage('old push'))) as Task;
+    const created = await legacy.createTaskPushNotificationConfig({ ...pushConfig(task.id, 'old', `${receiver.url}/old`, 'tok-old'), authentication: { scheme: 'Bearer', credentials: 'old-secret' } });
+    expect(created).toMatchObject({ id: 'old', taskId: task.id, url: `${receiver.url}/old`, token: 'tok-old', authentication: { scheme: 'Bearer', credentials: 'old-secret' } });
+    expect(await legacy.getTaskPushNotificationConfig({ tenant: '', taskId: task.id, id: 'old' })).toMatchObject({ id: 'old', url: `${receiver.url}/old` });
+    expect((await legacy.listTaskPushNotificationConfig({ tenant: '', taskId: task.id, pageSize: 0, pageToken: '' })).configs.map((config) => config.id)).toEqual(['old']);
+    await legacy.deleteTaskPushNotificationConfig({ tenant: '', taskId: task.id, id: 'old' });
+    expect((await legacy.listTaskPushNotificationConfig({ tenant: '', taskId: task.id, pageSize: 0, pageToken: '' })).configs).toEqual([]);
+
+    // Raw 0.3: a config set without an id takes the task's, and `get` without a config id finds it.
+    const raw = async (method: string, params: unknown) =>
+      (await (await fetchImpl(`${server.url}/a2a/${agentId}`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }) })).json()) as { result?: unknown; error?: { code: number } };
+    const set = await raw('tasks/pushNotificationConfig/set', { taskId: task.id, pushNotificationConfig: { url: `${receiver.url}/old2` } });
+    expect(set.result).toEqual({ taskId: task.id, pushNotificationConfig: { id: task.id, url: `${receiver.url}/old2` } });
+    expect((await raw('tasks/pushNotificationConfig/get', { id: task.id })).result).toEqual(set.result);
+    expect(await raw('tasks/pushNotificationConfig/delete', { id: task.id, pushNotificationConfigId: task.id })).toMatchObject({ result: null });
+    expect((await raw('tasks/pushNotificationConfig/get', { id: task.id })).error?.code).toBeLessThan(0);
+
+    // message/send with a push config: the finished task is posted with its token and credentials.
+    const sent = await raw('message/send', {
+      message: { kind: 'message', messageId: randomUUID(), role: 'user', parts: [{ kind: 'text', text: 'notify the past' }] },
+      configuration: { pushNotificationConfig: { url: `${receiver.url}/old-hook`, token: 'tok-past', authentication: { schemes: ['Bearer'], credentials: 'past-secret' } } },
+    });
+    const sentTask = sent.result as { id: string; status: { state: string } };
+    expect(sentTask.status.state).toBe('completed');
+    const delivery = await delivered('/old-hook', sentTask.id);
+    expect(delivery.headers['x-a2a-notification-token']).toBe('tok-past');
+    expect(delivery.headers.authorization).toBe('Bearer past-secret');
+  });
+
   it('refuses a private receiver the allow-list does not name', async () => {
     const client = await clientFor(agentId);
     const task = (await client.sendMessage(userMessage('hello'))) as Task;

@@ -5,6 +5,7 @@
 // differ: 0.3 requests are translated to 1.0 on the way in and answers back on the way out.
 import type { components } from '../../generated/openapi.gen.ts';
 import type { A2aMessage, A2aPart, A2aStreamResponse, A2aTask, A2aTaskState } from './projection.ts';
+import type { A2aPushConfig } from './push.ts';
 import type { A2aSendMessageRequest } from './tasks.ts';
 
 type Schemas = components['schemas'];
@@ -13,6 +14,8 @@ export type V03Part = Schemas['A2aV03Part'];
 export type V03Task = Schemas['A2aV03Task'];
 export type V03Event = Schemas['A2aV03Event'];
 export type V03SendParams = Schemas['A2aV03MessageSendParams'];
+export type V03PushConfig = Schemas['A2aV03PushConfig'];
+export type V03TaskPushConfig = Schemas['A2aV03TaskPushConfig'];
 
 const STATE: Record<A2aTaskState, V03Task['status']['state']> = {
   TASK_STATE_UNSPECIFIED: 'unknown',
@@ -87,6 +90,7 @@ export function sendParamsIn(params: V03SendParams): A2aSendMessageRequest {
             ...(configuration.blocking === false ? { returnImmediately: true } : {}),
             ...(configuration.historyLength !== undefined ? { historyLength: configuration.historyLength } : {}),
             ...(configuration.acceptedOutputModes ? { acceptedOutputModes: configuration.acceptedOutputModes } : {}),
+            ...(configuration.pushNotificationConfig ? { taskPushNotificationConfig: pushConfigIn('', configuration.pushNotificationConfig) } : {}),
           },
         }
       : {}),
@@ -124,5 +128,33 @@ export function eventOut(event: A2aStreamResponse): V03Event {
     artifact: { artifactId: update.artifact.artifactId, ...(update.artifact.name ? { name: update.artifact.name } : {}), parts: update.artifact.parts.map(partOut) },
     ...(update.append !== undefined ? { append: update.append } : {}),
     ...(update.lastChunk !== undefined ? { lastChunk: update.lastChunk } : {}),
+  };
+}
+
+/**
+ * A 0.3 push config as 1.0's: 0.3 names several authentication schemes where 1.0 takes one (the first is
+ * used), and a config set without an id takes the task's id, as 0.3's servers have it.
+ */
+export function pushConfigIn(taskId: string, config: V03PushConfig): A2aPushConfig {
+  const scheme = config.authentication?.schemes[0];
+  return {
+    taskId,
+    id: config.id || taskId,
+    url: config.url,
+    ...(config.token ? { token: config.token } : {}),
+    ...(scheme ? { authentication: { scheme, ...(config.authentication?.credentials ? { credentials: config.authentication.credentials } : {}) } } : {}),
+  };
+}
+
+export function pushConfigOut(config: A2aPushConfig): V03TaskPushConfig {
+  const authentication = config.authentication;
+  return {
+    taskId: config.taskId ?? '',
+    pushNotificationConfig: {
+      ...(config.id ? { id: config.id } : {}),
+      url: config.url,
+      ...(config.token ? { token: config.token } : {}),
+      ...(authentication ? { authentication: { schemes: [authentication.scheme], ...(authentication.credentials ? { credentials: authentication.credentials } : {}) } } : {}),
+    },
   };
 }
