@@ -1562,6 +1562,242 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/a2a/{a2aTargetId}/v1/message:send": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The id of an agent (`agt_…`) or a team (`team_…`). */
+                a2aTargetId: components["parameters"]["A2aTargetId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A2A 0.3 SendMessage (HTTP+JSON)
+         * @description `message/send` over A2A 0.3's HTTP+JSON binding (the protobuf JSON of 0.3's `a2a.proto`: a message's parts are `content`, a
+         *     file part is `{file: {fileWithUri|fileWithBytes, mimeType}}`, a data part `{data: {data}}`, states are
+         *     `TASK_STATE_*` with `TASK_STATE_CANCELLED`); errors are `{code, message, data}` with A2A's JSON-RPC code.
+         *     Answers `{task}` once the task ends or asks for input (`configuration.blocking: false` at once).
+         */
+        post: operations["sendA2aV03Message"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/a2a/{a2aTargetId}/v1/message:stream": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The id of an agent (`agt_…`) or a team (`team_…`). */
+                a2aTargetId: components["parameters"]["A2aTargetId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A2A 0.3 SendStreamingMessage (HTTP+JSON)
+         * @description `message/stream` over A2A 0.3's HTTP+JSON binding (the protobuf JSON of 0.3's `a2a.proto`: a message's parts are `content`, a
+         *     file part is `{file: {fileWithUri|fileWithBytes, mimeType}}`, a data part `{data: {data}}`, states are
+         *     `TASK_STATE_*` with `TASK_STATE_CANCELLED`); errors are `{code, message, data}` with A2A's JSON-RPC code.
+         *     Each event is a `StreamResponse`: the task first, then its updates; the last status update is `final`.
+         */
+        post: operations["streamA2aV03Message"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/a2a/{a2aTargetId}/v1/tasks/{a2aTaskId}:subscribe": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The id of an agent (`agt_…`) or a team (`team_…`). */
+                a2aTargetId: components["parameters"]["A2aTargetId"];
+                /** @description A task's id (the id of its run). */
+                a2aTaskId: components["parameters"]["A2aTaskId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * A2A 0.3 TaskSubscription (HTTP+JSON)
+         * @description `tasks/resubscribe` over A2A 0.3's HTTP+JSON binding (the protobuf JSON of 0.3's `a2a.proto`: a message's parts are `content`, a
+         *     file part is `{file: {fileWithUri|fileWithBytes, mimeType}}`, a data part `{data: {data}}`, states are
+         *     `TASK_STATE_*` with `TASK_STATE_CANCELLED`); errors are `{code, message, data}` with A2A's JSON-RPC code.
+         *     0.3's `a2a.proto` maps it to GET, its specification to POST: both are served.
+         */
+        get: operations["subscribeToA2aV03Task"];
+        put?: never;
+        /**
+         * A2A 0.3 TaskSubscription by POST (HTTP+JSON)
+         * @description `tasks/resubscribe` over A2A 0.3's HTTP+JSON binding (the protobuf JSON of 0.3's `a2a.proto`: a message's parts are `content`, a
+         *     file part is `{file: {fileWithUri|fileWithBytes, mimeType}}`, a data part `{data: {data}}`, states are
+         *     `TASK_STATE_*` with `TASK_STATE_CANCELLED`); errors are `{code, message, data}` with A2A's JSON-RPC code.
+         *     The same as the GET of this path, as 0.3's specification writes it.
+         */
+        post: operations["resubscribeToA2aV03Task"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/a2a/{a2aTargetId}/v1/tasks/{a2aTaskId}:cancel": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The id of an agent (`agt_…`) or a team (`team_…`). */
+                a2aTargetId: components["parameters"]["A2aTargetId"];
+                /** @description A task's id (the id of its run). */
+                a2aTaskId: components["parameters"]["A2aTaskId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A2A 0.3 CancelTask (HTTP+JSON)
+         * @description `tasks/cancel` over A2A 0.3's HTTP+JSON binding (the protobuf JSON of 0.3's `a2a.proto`: a message's parts are `content`, a
+         *     file part is `{file: {fileWithUri|fileWithBytes, mimeType}}`, a data part `{data: {data}}`, states are
+         *     `TASK_STATE_*` with `TASK_STATE_CANCELLED`); errors are `{code, message, data}` with A2A's JSON-RPC code.
+         *     The body (`{name}`) is optional; the task is the one in the path.
+         */
+        post: operations["cancelA2aV03Task"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/a2a/{a2aTargetId}/v1/tasks/{a2aTaskId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The id of an agent (`agt_…`) or a team (`team_…`). */
+                a2aTargetId: components["parameters"]["A2aTargetId"];
+                /** @description A task's id (the id of its run). */
+                a2aTaskId: components["parameters"]["A2aTaskId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * A2A 0.3 GetTask (HTTP+JSON)
+         * @description `tasks/get` over A2A 0.3's HTTP+JSON binding (the protobuf JSON of 0.3's `a2a.proto`: a message's parts are `content`, a
+         *     file part is `{file: {fileWithUri|fileWithBytes, mimeType}}`, a data part `{data: {data}}`, states are
+         *     `TASK_STATE_*` with `TASK_STATE_CANCELLED`); errors are `{code, message, data}` with A2A's JSON-RPC code.
+         */
+        get: operations["getA2aV03Task"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/a2a/{a2aTargetId}/v1/tasks/{a2aTaskId}/pushNotificationConfigs": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The id of an agent (`agt_…`) or a team (`team_…`). */
+                a2aTargetId: components["parameters"]["A2aTargetId"];
+                /** @description A task's id (the id of its run). */
+                a2aTaskId: components["parameters"]["A2aTaskId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * A2A 0.3 ListTaskPushNotificationConfig (HTTP+JSON)
+         * @description `tasks/pushNotificationConfig/list` over A2A 0.3's HTTP+JSON binding (the protobuf JSON of 0.3's `a2a.proto`: a message's parts are `content`, a
+         *     file part is `{file: {fileWithUri|fileWithBytes, mimeType}}`, a data part `{data: {data}}`, states are
+         *     `TASK_STATE_*` with `TASK_STATE_CANCELLED`); errors are `{code, message, data}` with A2A's JSON-RPC code.
+         */
+        get: operations["listA2aV03PushConfigs"];
+        put?: never;
+        /**
+         * A2A 0.3 CreateTaskPushNotificationConfig (HTTP+JSON)
+         * @description `tasks/pushNotificationConfig/set` over A2A 0.3's HTTP+JSON binding (the protobuf JSON of 0.3's `a2a.proto`: a message's parts are `content`, a
+         *     file part is `{file: {fileWithUri|fileWithBytes, mimeType}}`, a data part `{data: {data}}`, states are
+         *     `TASK_STATE_*` with `TASK_STATE_CANCELLED`); errors are `{code, message, data}` with A2A's JSON-RPC code.
+         *     The body is a `TaskPushNotificationConfig` (`{name, pushNotificationConfig}`); without an id the config takes the task's.
+         */
+        post: operations["createA2aV03PushConfig"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/a2a/{a2aTargetId}/v1/tasks/{a2aTaskId}/pushNotificationConfigs/{a2aPushConfigId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The id of an agent (`agt_…`) or a team (`team_…`). */
+                a2aTargetId: components["parameters"]["A2aTargetId"];
+                /** @description A task's id (the id of its run). */
+                a2aTaskId: components["parameters"]["A2aTaskId"];
+                /** @description The push notification config's id. */
+                a2aPushConfigId: string;
+            };
+            cookie?: never;
+        };
+        /**
+         * A2A 0.3 GetTaskPushNotificationConfig (HTTP+JSON)
+         * @description `tasks/pushNotificationConfig/get` over A2A 0.3's HTTP+JSON binding (the protobuf JSON of 0.3's `a2a.proto`: a message's parts are `content`, a
+         *     file part is `{file: {fileWithUri|fileWithBytes, mimeType}}`, a data part `{data: {data}}`, states are
+         *     `TASK_STATE_*` with `TASK_STATE_CANCELLED`); errors are `{code, message, data}` with A2A's JSON-RPC code.
+         */
+        get: operations["getA2aV03PushConfig"];
+        put?: never;
+        post?: never;
+        /**
+         * A2A 0.3 DeleteTaskPushNotificationConfig (HTTP+JSON)
+         * @description `tasks/pushNotificationConfig/delete` over A2A 0.3's HTTP+JSON binding (the protobuf JSON of 0.3's `a2a.proto`: a message's parts are `content`, a
+         *     file part is `{file: {fileWithUri|fileWithBytes, mimeType}}`, a data part `{data: {data}}`, states are
+         *     `TASK_STATE_*` with `TASK_STATE_CANCELLED`); errors are `{code, message, data}` with A2A's JSON-RPC code.
+         *     Idempotent: a config already gone answers 204 too.
+         */
+        delete: operations["deleteA2aV03PushConfig"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/a2a/{a2aTargetId}/v1/card": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The id of an agent (`agt_…`) or a team (`team_…`). */
+                a2aTargetId: components["parameters"]["A2aTargetId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * A2A 0.3 GetAgentCard (HTTP+JSON)
+         * @description `agent/getAuthenticatedExtendedCard` over A2A 0.3's HTTP+JSON binding: the owner's extended card, as
+         *     `GET /a2a/{id}/extendedAgentCard` answers it.
+         */
+        get: operations["getA2aV03ExtendedCard"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/a2a/{a2aTargetId}/extendedAgentCard": {
         parameters: {
             query?: never;
@@ -4229,6 +4465,11 @@ export interface components {
             preferredTransport?: string;
             /** @description For A2A 0.3 clients, `0.3.0`; 1.0 clients read each interface's `protocolVersion`. */
             protocolVersion?: string;
+            /** @description For A2A 0.3 clients, the transports at the card's URL (0.3's card field). */
+            additionalInterfaces?: {
+                url: string;
+                transport: string;
+            }[];
             /** @description For A2A 0.3 clients, whether `agent/getAuthenticatedExtendedCard` answers (1.0's `capabilities.extendedAgentCard`). */
             supportsAuthenticatedExtendedCard?: boolean;
             capabilities: {
@@ -4352,6 +4593,101 @@ export interface components {
         A2aV03TaskPushConfig: {
             taskId: string;
             pushNotificationConfig: components["schemas"]["A2aV03PushConfig"];
+        };
+        /** @description An A2A 0.3 HTTP+JSON error, JSON-RPC's error object as the body. */
+        A2aV03RestErrorBody: {
+            code: number;
+            message: string;
+            data?: components["schemas"]["A2aStruct"][];
+        };
+        /** @description A part in 0.3's protobuf JSON, one of `text`, `file` and `data`. */
+        A2aV03ProtoPart: {
+            text?: string;
+            file?: {
+                fileWithUri?: string;
+                fileWithBytes?: string;
+                mimeType?: string;
+            };
+            data?: {
+                data: components["schemas"]["A2aStruct"];
+            };
+        };
+        A2aV03ProtoMessage: {
+            messageId: string;
+            contextId?: string;
+            taskId?: string;
+            /** @enum {string} */
+            role: "ROLE_USER" | "ROLE_AGENT";
+            content: components["schemas"]["A2aV03ProtoPart"][];
+            metadata?: components["schemas"]["A2aStruct"];
+            extensions?: string[];
+        };
+        A2aV03ProtoTaskStatus: {
+            /** @enum {string} */
+            state: "TASK_STATE_UNSPECIFIED" | "TASK_STATE_SUBMITTED" | "TASK_STATE_WORKING" | "TASK_STATE_COMPLETED" | "TASK_STATE_FAILED" | "TASK_STATE_CANCELLED" | "TASK_STATE_INPUT_REQUIRED" | "TASK_STATE_REJECTED" | "TASK_STATE_AUTH_REQUIRED";
+            message?: components["schemas"]["A2aV03ProtoMessage"];
+            /** Format: date-time */
+            timestamp?: string;
+        };
+        A2aV03ProtoArtifact: {
+            artifactId: string;
+            name?: string;
+            description?: string;
+            parts: components["schemas"]["A2aV03ProtoPart"][];
+            metadata?: components["schemas"]["A2aStruct"];
+        };
+        /** @description A task in 0.3's protobuf JSON. */
+        A2aV03ProtoTask: {
+            id: string;
+            contextId: string;
+            status: components["schemas"]["A2aV03ProtoTaskStatus"];
+            artifacts?: components["schemas"]["A2aV03ProtoArtifact"][];
+            history?: components["schemas"]["A2aV03ProtoMessage"][];
+            metadata?: components["schemas"]["A2aStruct"];
+        };
+        A2aV03ProtoSendRequest: {
+            message: components["schemas"]["A2aV03ProtoMessage"];
+            configuration?: {
+                acceptedOutputModes?: string[];
+                pushNotification?: components["schemas"]["A2aV03PushConfig"];
+                historyLength?: number;
+                blocking?: boolean;
+            };
+            metadata?: components["schemas"]["A2aStruct"];
+        };
+        /** @description `{task}` (an agent here always answers with a task). */
+        A2aV03ProtoSendResponse: {
+            task?: components["schemas"]["A2aV03ProtoTask"];
+            message?: components["schemas"]["A2aV03ProtoMessage"];
+        };
+        /** @description One event of a 0.3 HTTP+JSON stream, one of `task`, `message`, `statusUpdate` and `artifactUpdate`. */
+        A2aV03ProtoStreamResponse: {
+            task?: components["schemas"]["A2aV03ProtoTask"];
+            message?: components["schemas"]["A2aV03ProtoMessage"];
+            statusUpdate?: {
+                taskId: string;
+                contextId: string;
+                status: components["schemas"]["A2aV03ProtoTaskStatus"];
+                final: boolean;
+                metadata?: components["schemas"]["A2aStruct"];
+            };
+            artifactUpdate?: {
+                taskId: string;
+                contextId: string;
+                artifact: components["schemas"]["A2aV03ProtoArtifact"];
+                append?: boolean;
+                lastChunk?: boolean;
+                metadata?: components["schemas"]["A2aStruct"];
+            };
+        };
+        /** @description A push config of a task in 0.3's protobuf JSON; `name` is `tasks/{taskId}/pushNotificationConfigs/{id}`. */
+        A2aV03ProtoTaskPushConfig: {
+            name?: string;
+            pushNotificationConfig: components["schemas"]["A2aV03PushConfig"];
+        };
+        A2aV03ProtoListPushConfigs: {
+            configs: components["schemas"]["A2aV03ProtoTaskPushConfig"][];
+            nextPageToken?: string;
         };
         /** @description A2A 0.3's `tasks/pushNotificationConfig/set`, 1.0's CreateTaskPushNotificationConfig in 0.3's shapes. */
         A2aJsonRpcV03PushSet: {
@@ -4748,6 +5084,29 @@ export interface components {
                  *     }
                  */
                 "application/json": components["schemas"]["A2aErrorStatus"];
+            };
+        };
+        /** @description An A2A 0.3 error over HTTP+JSON, `{code, message, data}` with A2A's JSON-RPC code. */
+        A2aV03RestError: {
+            headers: {
+                "X-Request-Id": components["headers"]["XRequestId"];
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "code": -32001,
+                 *       "message": "No task run_01JD3V7R2N8Q4X6Y0Z1A2B3C4D.",
+                 *       "data": [
+                 *         {
+                 *           "@type": "type.googleapis.com/google.rpc.ErrorInfo",
+                 *           "reason": "TASK_NOT_FOUND",
+                 *           "domain": "a2a-protocol.org"
+                 *         }
+                 *       ]
+                 *     }
+                 */
+                "application/json": components["schemas"]["A2aV03RestErrorBody"];
             };
         };
         /** @description A JSON-RPC error response, for a request refused before its method ran (credential, limits). */
@@ -8081,6 +8440,373 @@ export interface operations {
             401: components["responses"]["A2aRestError"];
             404: components["responses"]["A2aRestError"];
             default: components["responses"]["A2aRestError"];
+        };
+    };
+    sendA2aV03Message: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The A2A version the client speaks (`1.0`); without it a request is A2A 0.3. */
+                "A2A-Version"?: components["parameters"]["A2aVersion"];
+            };
+            path: {
+                /** @description The id of an agent (`agt_…`) or a team (`team_…`). */
+                a2aTargetId: components["parameters"]["A2aTargetId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["A2aV03ProtoSendRequest"];
+            };
+        };
+        responses: {
+            /** @description The answer. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["A2aV03ProtoSendResponse"];
+                };
+            };
+            400: components["responses"]["A2aV03RestError"];
+            401: components["responses"]["A2aV03RestError"];
+            404: components["responses"]["A2aV03RestError"];
+            default: components["responses"]["A2aV03RestError"];
+        };
+    };
+    streamA2aV03Message: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The A2A version the client speaks (`1.0`); without it a request is A2A 0.3. */
+                "A2A-Version"?: components["parameters"]["A2aVersion"];
+            };
+            path: {
+                /** @description The id of an agent (`agt_…`) or a team (`team_…`). */
+                a2aTargetId: components["parameters"]["A2aTargetId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["A2aV03ProtoSendRequest"];
+            };
+        };
+        responses: {
+            /** @description The events, as server-sent events. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/event-stream": components["schemas"]["A2aV03ProtoStreamResponse"];
+                };
+            };
+            400: components["responses"]["A2aV03RestError"];
+            401: components["responses"]["A2aV03RestError"];
+            404: components["responses"]["A2aV03RestError"];
+            default: components["responses"]["A2aV03RestError"];
+        };
+    };
+    subscribeToA2aV03Task: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The A2A version the client speaks (`1.0`); without it a request is A2A 0.3. */
+                "A2A-Version"?: components["parameters"]["A2aVersion"];
+            };
+            path: {
+                /** @description The id of an agent (`agt_…`) or a team (`team_…`). */
+                a2aTargetId: components["parameters"]["A2aTargetId"];
+                /** @description A task's id (the id of its run). */
+                a2aTaskId: components["parameters"]["A2aTaskId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The events, as server-sent events. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/event-stream": components["schemas"]["A2aV03ProtoStreamResponse"];
+                };
+            };
+            400: components["responses"]["A2aV03RestError"];
+            401: components["responses"]["A2aV03RestError"];
+            404: components["responses"]["A2aV03RestError"];
+            default: components["responses"]["A2aV03RestError"];
+        };
+    };
+    resubscribeToA2aV03Task: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The A2A version the client speaks (`1.0`); without it a request is A2A 0.3. */
+                "A2A-Version"?: components["parameters"]["A2aVersion"];
+            };
+            path: {
+                /** @description The id of an agent (`agt_…`) or a team (`team_…`). */
+                a2aTargetId: components["parameters"]["A2aTargetId"];
+                /** @description A task's id (the id of its run). */
+                a2aTaskId: components["parameters"]["A2aTaskId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The events, as server-sent events. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/event-stream": components["schemas"]["A2aV03ProtoStreamResponse"];
+                };
+            };
+            400: components["responses"]["A2aV03RestError"];
+            401: components["responses"]["A2aV03RestError"];
+            404: components["responses"]["A2aV03RestError"];
+            default: components["responses"]["A2aV03RestError"];
+        };
+    };
+    cancelA2aV03Task: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The A2A version the client speaks (`1.0`); without it a request is A2A 0.3. */
+                "A2A-Version"?: components["parameters"]["A2aVersion"];
+            };
+            path: {
+                /** @description The id of an agent (`agt_…`) or a team (`team_…`). */
+                a2aTargetId: components["parameters"]["A2aTargetId"];
+                /** @description A task's id (the id of its run). */
+                a2aTaskId: components["parameters"]["A2aTaskId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["A2aStruct"];
+            };
+        };
+        responses: {
+            /** @description The answer. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["A2aV03ProtoTask"];
+                };
+            };
+            400: components["responses"]["A2aV03RestError"];
+            401: components["responses"]["A2aV03RestError"];
+            404: components["responses"]["A2aV03RestError"];
+            default: components["responses"]["A2aV03RestError"];
+        };
+    };
+    getA2aV03Task: {
+        parameters: {
+            query?: {
+                /** @description At most this many messages of the task's history. */
+                historyLength?: number;
+            };
+            header?: {
+                /** @description The A2A version the client speaks (`1.0`); without it a request is A2A 0.3. */
+                "A2A-Version"?: components["parameters"]["A2aVersion"];
+            };
+            path: {
+                /** @description The id of an agent (`agt_…`) or a team (`team_…`). */
+                a2aTargetId: components["parameters"]["A2aTargetId"];
+                /** @description A task's id (the id of its run). */
+                a2aTaskId: components["parameters"]["A2aTaskId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The answer. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["A2aV03ProtoTask"];
+                };
+            };
+            400: components["responses"]["A2aV03RestError"];
+            401: components["responses"]["A2aV03RestError"];
+            404: components["responses"]["A2aV03RestError"];
+            default: components["responses"]["A2aV03RestError"];
+        };
+    };
+    listA2aV03PushConfigs: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The A2A version the client speaks (`1.0`); without it a request is A2A 0.3. */
+                "A2A-Version"?: components["parameters"]["A2aVersion"];
+            };
+            path: {
+                /** @description The id of an agent (`agt_…`) or a team (`team_…`). */
+                a2aTargetId: components["parameters"]["A2aTargetId"];
+                /** @description A task's id (the id of its run). */
+                a2aTaskId: components["parameters"]["A2aTaskId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The answer. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["A2aV03ProtoListPushConfigs"];
+                };
+            };
+            400: components["responses"]["A2aV03RestError"];
+            401: components["responses"]["A2aV03RestError"];
+            404: components["responses"]["A2aV03RestError"];
+            default: components["responses"]["A2aV03RestError"];
+        };
+    };
+    createA2aV03PushConfig: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The A2A version the client speaks (`1.0`); without it a request is A2A 0.3. */
+                "A2A-Version"?: components["parameters"]["A2aVersion"];
+            };
+            path: {
+                /** @description The id of an agent (`agt_…`) or a team (`team_…`). */
+                a2aTargetId: components["parameters"]["A2aTargetId"];
+                /** @description A task's id (the id of its run). */
+                a2aTaskId: components["parameters"]["A2aTaskId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["A2aV03ProtoTaskPushConfig"];
+            };
+        };
+        responses: {
+            /** @description The answer. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["A2aV03ProtoTaskPushConfig"];
+                };
+            };
+            400: components["responses"]["A2aV03RestError"];
+            401: components["responses"]["A2aV03RestError"];
+            404: components["responses"]["A2aV03RestError"];
+            default: components["responses"]["A2aV03RestError"];
+        };
+    };
+    getA2aV03PushConfig: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The A2A version the client speaks (`1.0`); without it a request is A2A 0.3. */
+                "A2A-Version"?: components["parameters"]["A2aVersion"];
+            };
+            path: {
+                /** @description The id of an agent (`agt_…`) or a team (`team_…`). */
+                a2aTargetId: components["parameters"]["A2aTargetId"];
+                /** @description A task's id (the id of its run). */
+                a2aTaskId: components["parameters"]["A2aTaskId"];
+                /** @description The push notification config's id. */
+                a2aPushConfigId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The answer. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["A2aV03ProtoTaskPushConfig"];
+                };
+            };
+            400: components["responses"]["A2aV03RestError"];
+            401: components["responses"]["A2aV03RestError"];
+            404: components["responses"]["A2aV03RestError"];
+            default: components["responses"]["A2aV03RestError"];
+        };
+    };
+    deleteA2aV03PushConfig: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The A2A version the client speaks (`1.0`); without it a request is A2A 0.3. */
+                "A2A-Version"?: components["parameters"]["A2aVersion"];
+            };
+            path: {
+                /** @description The id of an agent (`agt_…`) or a team (`team_…`). */
+                a2aTargetId: components["parameters"]["A2aTargetId"];
+                /** @description A task's id (the id of its run). */
+                a2aTaskId: components["parameters"]["A2aTaskId"];
+                /** @description The push notification config's id. */
+                a2aPushConfigId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted (also when it was already gone). */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["A2aV03RestError"];
+            401: components["responses"]["A2aV03RestError"];
+            404: components["responses"]["A2aV03RestError"];
+            default: components["responses"]["A2aV03RestError"];
+        };
+    };
+    getA2aV03ExtendedCard: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The A2A version the client speaks (`1.0`); without it a request is A2A 0.3. */
+                "A2A-Version"?: components["parameters"]["A2aVersion"];
+            };
+            path: {
+                /** @description The id of an agent (`agt_…`) or a team (`team_…`). */
+                a2aTargetId: components["parameters"]["A2aTargetId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The answer. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["A2aAgentCard"];
+                };
+            };
+            400: components["responses"]["A2aV03RestError"];
+            401: components["responses"]["A2aV03RestError"];
+            404: components["responses"]["A2aV03RestError"];
+            default: components["responses"]["A2aV03RestError"];
         };
     };
     getA2aExtendedAgentCard: {

@@ -1,6 +1,7 @@
 // A2A 1.0 on every agent: the public card (served without a credential, with an ETag that answers 304),
 // the HTTP+JSON binding (send, stream, get, list, cancel, subscribe, push configs, the extended card) and
-// the JSON-RPC binding (the same methods, and A2A 0.3 without `A2A-Version`). A finished task is not
+// the JSON-RPC binding (the same methods, and A2A 0.3 without `A2A-Version`), and A2A 0.3's HTTP+JSON
+// binding under `/v1` (its protobuf JSON, JSON-RPC error objects as error bodies). A finished task is not
 // cancelable and cannot be followed; a missing task is TaskNotFound over both bindings; another user's
 // task answers exactly as a missing one. Errors are judged by the ErrorInfo reason A2A names them with.
 import type { OperationId } from '../contract.ts';
@@ -160,6 +161,53 @@ async function checkJsonRpc(t: Context): Promise<void> {
   t.check(op, legacy.body.result?.kind === 'task', `0.3's message/send answered ${JSON.stringify(legacy.body).slice(0, 200)}, not a 0.3 task`);
 }
 
+/** A2A 0.3's HTTP+JSON binding under `/v1`: 0.3's protobuf JSON, and JSON-RPC's error object as the error body. */
+async function checkRestV03(t: Context): Promise<void> {
+  const agent = await t.agent();
+  const target = { a2aTargetId: agent.id };
+  const v03Message = (text: string) => ({ messageId: `conformance-${t.nonce}-${++messages}`, role: 'ROLE_USER', content: [{ text: `conformance ${t.nonce} ${text}` }] });
+  const code = (answer: Exchange) => (answer.json as { code?: number } | undefined)?.code;
+
+  const sent = (await t.call('sendA2aV03Message', { params: target, body: { message: v03Message('0.3 rest') }, expect: 200 })).json as Schemas['A2aV03ProtoSendResponse'];
+  const task = sent.task;
+  t.require('sendA2aV03Message', typeof task?.id === 'string', 'message:send answered no task');
+  const taskParams = { ...target, a2aTaskId: task!.id };
+  const read = (await t.call('getA2aV03Task', { params: taskParams, expect: 200 })).json as Schemas['A2aV03ProtoTask'];
+  t.check('getA2aV03Task', read.id === task!.id && (read.history ?? []).every((item) => Array.isArray(item.content)), 'GetTask answered another task, or messages without `content`');
+  const missing = await t.call('getA2aV03Task', { params: { ...target, a2aTaskId: MISSING_TASK }, expect: 404, halt: false });
+  t.check('getA2aV03Task', missing.status !== 404 || code(missing) === -32001, `a missing task's error code is ${code(missing)}, not -32001`);
+
+  const streamed = await t.call('streamA2aV03Message', { params: target, body: { message: v03Message('0.3 rest stream') }, accept: 'text/event-stream', expect: 200 });
+  const events = (streamed.events ?? []).map((event) => event.json as Schemas['A2aV03ProtoStreamResponse']);
+  t.check('streamA2aV03Message', events[0]?.task !== undefined, 'the stream does not begin with the task');
+  t.check('streamA2aV03Message', events.at(-1)?.statusUpdate?.final === true, 'the last event is not a final status update');
+
+  if (['TASK_STATE_COMPLETED', 'TASK_STATE_FAILED', 'TASK_STATE_CANCELLED', 'TASK_STATE_REJECTED'].includes(task!.status.state)) {
+    const cancel = await t.call('cancelA2aV03Task', { params: taskParams, body: { name: `tasks/${task!.id}` }, expect: 409, halt: false });
+    t.check('cancelA2aV03Task', cancel.status !== 409 || code(cancel) === -32002, `canceling a finished task is code ${code(cancel)}, not -32002`);
+    for (const op of ['subscribeToA2aV03Task', 'resubscribeToA2aV03Task'] as const) {
+      const follow = await t.call(op, { params: taskParams, accept: 'text/event-stream, application/json', expect: 400, halt: false });
+      t.check(op, follow.status !== 400 || code(follow) === -32004, `following a finished task is code ${code(follow)}, not -32004`);
+    }
+  }
+  await t.call('cancelA2aV03Task', { params: { ...target, a2aTaskId: MISSING_TASK }, body: {}, expect: 404, halt: false });
+
+  const configId = `conformance-${t.nonce}-v03`;
+  const pushParams = { ...taskParams, a2aPushConfigId: configId };
+  const url = `https://example.com/conformance/${t.nonce}/v03`;
+  const created = (await t.call('createA2aV03PushConfig', { params: taskParams, body: { name: `tasks/${task!.id}/pushNotificationConfigs/${configId}`, pushNotificationConfig: { url } }, expect: 200 })).json as Schemas['A2aV03ProtoTaskPushConfig'];
+  t.check('createA2aV03PushConfig', created.pushNotificationConfig.id === configId && created.pushNotificationConfig.url === url, `the config came back as ${JSON.stringify(created).slice(0, 200)}`);
+  const got = (await t.call('getA2aV03PushConfig', { params: pushParams, expect: 200 })).json as Schemas['A2aV03ProtoTaskPushConfig'];
+  t.check('getA2aV03PushConfig', got.name === `tasks/${task!.id}/pushNotificationConfigs/${configId}`, `the config's name is ${got.name}`);
+  const listed = (await t.call('listA2aV03PushConfigs', { params: taskParams, expect: 200 })).json as Schemas['A2aV03ProtoListPushConfigs'];
+  t.check('listA2aV03PushConfigs', listed.configs.some((config) => config.pushNotificationConfig.id === configId), 'the config is not listed');
+  await t.call('deleteA2aV03PushConfig', { params: pushParams, expect: 204 });
+  await t.call('deleteA2aV03PushConfig', { params: pushParams, expect: 204, halt: false });
+
+  const card = (await t.call('getA2aV03ExtendedCard', { params: target, expect: 200 })).json as A2aCard;
+  t.check('getA2aV03ExtendedCard', card.name === agent.name, `/v1/card names ${card.name}, not ${agent.name}`);
+}
+
 /** Another user's task answers, over both bindings, exactly as a missing one: same status, error and message. */
 async function checkStranger(t: Context): Promise<void> {
   if (!t.hasSecondUser) {
@@ -220,5 +268,22 @@ export const a2aChecks: Check[] = [
     run: checkRest,
   },
   { name: 'A2A over JSON-RPC', operations: ['callA2aJsonRpc'], run: checkJsonRpc },
+  {
+    name: 'A2A 0.3 over HTTP+JSON',
+    operations: [
+      'sendA2aV03Message',
+      'streamA2aV03Message',
+      'getA2aV03Task',
+      'cancelA2aV03Task',
+      'subscribeToA2aV03Task',
+      'resubscribeToA2aV03Task',
+      'createA2aV03PushConfig',
+      'getA2aV03PushConfig',
+      'listA2aV03PushConfigs',
+      'deleteA2aV03PushConfig',
+      'getA2aV03ExtendedCard',
+    ],
+    run: checkRestV03,
+  },
   { name: "A2A: another user's task is a missing one", operations: ['getA2aTask', 'callA2aJsonRpc'], run: checkStranger },
 ];

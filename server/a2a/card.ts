@@ -89,12 +89,18 @@ export function agentCard(facts: AgentFacts | TeamFacts, baseUrl: string, versio
     supportedInterfaces: [
       { url, protocolBinding: 'JSONRPC', protocolVersion: A2A_PROTOCOL_VERSION },
       { url, protocolBinding: 'HTTP+JSON', protocolVersion: A2A_PROTOCOL_VERSION },
-      // Requests without A2A-Version are A2A 0.3, which the JSON-RPC endpoint answers too.
+      // Requests without A2A-Version are A2A 0.3, which the JSON-RPC endpoint answers too; 0.3's HTTP+JSON
+      // binding lives under `{url}/v1/…`.
       { url, protocolBinding: 'JSONRPC', protocolVersion: '0.3' },
+      { url, protocolBinding: 'HTTP+JSON', protocolVersion: '0.3' },
     ],
     // What a 0.3 client reads of a card: where to call, over which transport, in which version.
     url,
     preferredTransport: 'JSONRPC',
+    additionalInterfaces: [
+      { url, transport: 'JSONRPC' },
+      { url, transport: 'HTTP+JSON' },
+    ],
     protocolVersion: '0.3.0',
     provider: { organization: 'Open Agent API', url: baseUrl },
     version,

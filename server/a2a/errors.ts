@@ -125,6 +125,20 @@ export function jsonRpcIdOf(body: unknown): string | number | null {
   return typeof id === 'string' || typeof id === 'number' ? id : null;
 }
 
+/**
+ * An error as A2A 0.3's HTTP+JSON binding has it: JSON-RPC's error object as the body, under the error's
+ * HTTP status; input off the contract is invalid params there, as there is no JSON-RPC envelope to blame.
+ */
+export function v03RestError(error: ApiError): { status: number; body: JsonRpcErrorBody['error'] } {
+  const code =
+    error instanceof A2aError ? A2A_ERRORS[error.kind].rpc
+    : error.code === 'invalid_json' ? -32700
+    : error.code === 'validation_error' || error.code === 'invalid_request' ? -32602
+    : error.status >= 500 ? -32603
+    : -32600;
+  return { status: error.status, body: { code, message: error.message, data: detailsOf(error) } };
+}
+
 /** An error as a JSON-RPC error response. */
 export function jsonRpcError(error: ApiError, id: string | number | null, body?: unknown): { status: number; body: JsonRpcErrorBody } {
   const code = error instanceof A2aError ? A2A_ERRORS[error.kind].rpc : rpcCodeOf(error, body);

@@ -15,11 +15,12 @@ import type { Queryable } from '../store/db.ts';
 import type { TeamRunner } from '../teams/runner.ts';
 import type { TeamStore } from '../teams/teams.ts';
 import { agentCard, cardFacts, etagOf, extendedAgentCard, matchesEtag, type ExtendedFacts } from './card.ts';
-import { A2aError, jsonRpcError, jsonRpcIdOf, restError } from './errors.ts';
+import { A2aError, jsonRpcError, jsonRpcIdOf, restError, v03RestError } from './errors.ts';
 import { statusOfRun, TERMINAL_STATES } from './projection.ts';
 import type { A2aStreamResponse } from './projection.ts';
 import type { A2aPush, A2aPushConfig } from './push.ts';
-import { createA2aTasks } from './tasks.ts';
+import { createA2aTasks, type Caller } from './tasks.ts';
+import * as v03rest from './v03-rest.ts';
 import * as v03 from './v03.ts';
 
 type Schemas = components['schemas'];
@@ -40,6 +41,7 @@ export interface A2aDeps {
 export const a2aErrorFormats: Record<string, ErrorFormat> = {
   'a2a-rest': (error) => restError(error),
   'a2a-jsonrpc': (error, req) => jsonRpcError(error, jsonRpcIdOf(req.body), req.body),
+  'a2a-v03-rest': (error) => v03RestError(error),
 };
 
 /** A config that is not there: A2A has no error of its own for it, so the generic not found. */
@@ -109,6 +111,12 @@ export function a2aHandlers(deps: A2aDeps, contract: Pick<Contract, 'version'>) 
       facts = { kind: 'agent', agent: await deps.agents.get(userId, targetId) };
     }
     return extendedAgentCard(agentCard(await cardFacts(deps.db, targetId), deps.config.publicUrl, contract.version), facts);
+  };
+
+  /** 0.3's TaskSubscription over HTTP+JSON. */
+  const followV03 = async (caller: Caller, params: { a2aTargetId: string; a2aTaskId: string }, headers: Record<string, string | undefined>, signal: AbortSignal) => {
+    checkVersion(headers);
+    return { status: 200 as const, stream: frames(await tasks.subscribe(caller, params.a2aTargetId, params.a2aTaskId, signal), v03rest.eventOut) };
   };
 
   const frames = async function* <T>(events: AsyncIterable<A2aStreamResponse>, wrap: (event: A2aStreamResponse) => T): AsyncGenerator<SseFrame<T>> {
@@ -222,6 +230,59 @@ export function a2aHandlers(deps: A2aDeps, contract: Pick<Contract, 'version'>) 
     },
 
     async getA2aExtendedAgentCard({ auth, params, headers }) {
+      checkVersion(headers);
+      return { status: 200, body: await extendedCard(callerOf(auth).userId, params.a2aTargetId) };
+    },
+
+    // A2A 0.3's HTTP+JSON binding: the same operations in 0.3's protobuf JSON.
+    async sendA2aV03Message({ auth, body, params, headers }) {
+      checkVersion(headers);
+      return { status: 200, body: { task: v03rest.taskOut(await tasks.send(callerOf(auth), params.a2aTargetId, v03rest.sendIn(body))) } };
+    },
+
+    async streamA2aV03Message({ auth, body, params, headers }) {
+      checkVersion(headers);
+      return { status: 200, stream: frames(await tasks.stream(callerOf(auth), params.a2aTargetId, v03rest.sendIn(body)), v03rest.eventOut) };
+    },
+
+    async getA2aV03Task({ auth, params, query, headers }) {
+      checkVersion(headers);
+      return { status: 200, body: v03rest.taskOut(await tasks.get(callerOf(auth), params.a2aTargetId, params.a2aTaskId, query.historyLength)) };
+    },
+
+    async cancelA2aV03Task({ auth, params, headers }) {
+      checkVersion(headers);
+      return { status: 200, body: v03rest.taskOut(await tasks.cancel(callerOf(auth), params.a2aTargetId, params.a2aTaskId)) };
+    },
+
+    // 0.3's a2a.proto follows a task with GET, its specification with POST: both are served alike.
+    subscribeToA2aV03Task: ({ auth, params, headers, signal }) => followV03(callerOf(auth), params, headers, signal),
+    resubscribeToA2aV03Task: ({ auth, params, headers, signal }) => followV03(callerOf(auth), params, headers, signal),
+
+    async createA2aV03PushConfig({ auth, body, params, headers }) {
+      checkVersion(headers);
+      const config = v03rest.pushIn(params.a2aTaskId, body);
+      return { status: 200, body: v03rest.pushOut(await pushConfigs.create(callerOf(auth).userId, params.a2aTargetId, params.a2aTaskId, config)) };
+    },
+
+    async listA2aV03PushConfigs({ auth, params, headers }) {
+      checkVersion(headers);
+      const { configs } = await pushConfigs.list(callerOf(auth).userId, params.a2aTargetId, params.a2aTaskId);
+      return { status: 200, body: { configs: configs.map(v03rest.pushOut), nextPageToken: '' } };
+    },
+
+    async getA2aV03PushConfig({ auth, params, headers }) {
+      checkVersion(headers);
+      return { status: 200, body: v03rest.pushOut(await pushConfigs.get(callerOf(auth).userId, params.a2aTargetId, params.a2aTaskId, params.a2aPushConfigId)) };
+    },
+
+    async deleteA2aV03PushConfig({ auth, params, headers }) {
+      checkVersion(headers);
+      await pushConfigs.remove(callerOf(auth).userId, params.a2aTargetId, params.a2aTaskId, params.a2aPushConfigId);
+      return { status: 204 };
+    },
+
+    async getA2aV03ExtendedCard({ auth, params, headers }) {
       checkVersion(headers);
       return { status: 200, body: await extendedCard(callerOf(auth).userId, params.a2aTargetId) };
     },

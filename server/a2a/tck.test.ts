@@ -348,8 +348,8 @@ describe.each(await availableEngines())('A2A TCK MUST requirements (%s)', (engin
     it('BIND-FIELD-001 (5.2): every protocol the agent answers is declared in its card', async () => {
       const card = await cardOf();
       const declared = new Set(card.supportedInterfaces.map((item) => `${item.protocolBinding} ${item.protocolVersion}`));
-      // JSON-RPC 1.0 and 0.3 (without A2A-Version) at /a2a/{id}, HTTP+JSON 1.0 below it.
-      expect(declared).toEqual(new Set(['JSONRPC 1.0', 'HTTP+JSON 1.0', 'JSONRPC 0.3']));
+      // JSON-RPC 1.0 and 0.3 (without A2A-Version) at /a2a/{id}, HTTP+JSON 1.0 below it and 0.3 under /v1.
+      expect(declared).toEqual(new Set(['JSONRPC 1.0', 'HTTP+JSON 1.0', 'JSONRPC 0.3', 'HTTP+JSON 0.3']));
     });
   });
 

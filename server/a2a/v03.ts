@@ -32,6 +32,9 @@ const STATE: Record<A2aTaskState, V03Task['status']['state']> = {
 /** The states after which a 0.3 stream ends: terminal ones and those that wait for the client. */
 const FINAL: readonly V03Task['status']['state'][] = ['completed', 'failed', 'canceled', 'rejected', 'input-required', 'auth-required'];
 
+/** Whether a 0.3 stream ends at this state (its status update is `final`). */
+export const isFinalState = (state: A2aTaskState): boolean => FINAL.includes(STATE[state]);
+
 function partIn(part: V03Part): A2aPart {
   const metadata = part.metadata ? { metadata: part.metadata } : {};
   switch (part.kind) {
@@ -118,7 +121,7 @@ export function eventOut(event: A2aStreamResponse): V03Event {
   if (event.message) return messageOut(event.message);
   if (event.statusUpdate) {
     const status = statusOut(event.statusUpdate.status);
-    return { kind: 'status-update', taskId: event.statusUpdate.taskId, contextId: event.statusUpdate.contextId, status, final: FINAL.includes(status.state) };
+    return { kind: 'status-update', taskId: event.statusUpdate.taskId, contextId: event.statusUpdate.contextId, status, final: isFinalState(event.statusUpdate.status.state) };
   }
   const update = event.artifactUpdate!;
   return {
