@@ -256,8 +256,13 @@ export function a2aHandlers(deps: A2aDeps, contract: Pick<Contract, 'version'>) 
     },
 
     // 0.3's a2a.proto follows a task with GET, its specification with POST: both are served alike.
-    subscribeToA2aV03Task: ({ auth, params, headers, signal }) => followV03(callerOf(auth), params, headers, signal),
-    resubscribeToA2aV03Task: ({ auth, params, headers, signal }) => followV03(callerOf(auth), params, headers, signal),
+    subscribeToA2aV03Task({ auth, params, headers, signal }) {
+      return followV03(callerOf(auth), params, headers, signal);
+    },
+
+    resubscribeToA2aV03Task({ auth, params, headers, signal }) {
+      return followV03(callerOf(auth), params, headers, signal);
+    },
 
     async createA2aV03PushConfig({ auth, body, params, headers }) {
       checkVersion(headers);

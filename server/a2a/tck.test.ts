@@ -931,26 +931,48 @@ describe.each(await availableEngines())('A2A TCK MUST requirements (%s)', (engin
         expect(second.httpStatus).toBe(first.httpStatus);
       });
 
-      it('PUSH-DELIVER-001…003 (4.3.3): each update is posted at least once, with the config’s credentials, as a StreamResponse', async () => {
-        const path = `/deliver-${binding === 'JSONRPC' ? 'rpc' : 'rest'}`;
-        const task = await workingTask(binding);
-        await call(binding, 'CreateTaskPushNotificationConfig', config(task.id, 'deliver', path));
-        await call(binding, 'CancelTask', { id: task.id });
-        const deliveries = await vi.waitFor(
-          () => {
-            const found = receiver.deliveries.filter((delivery) => delivery.path === path);
-            const last = found.at(-1)?.body;
-            if (last?.task?.status.state !== 'TASK_STATE_CANCELED' && last?.statusUpdate?.status.state !== 'TASK_STATE_CANCELED') throw new Error('not delivered yet');
-            return found;
-          },
-          { timeout: 30_000, interval: 100 },
-        );
-        for (const delivery of deliveries) {
-          expect(delivery.headers.authorization).toBe('Bearer secret-deliver');
-          expect(delivery.headers['x-a2a-notification-token']).toBe('token-deliver');
-          expect(Object.keys(delivery.body)).toHaveLength(1);
-          expect(['task', 'message', 'statusUpdate', 'artifactUpdate']).toContain(Object.keys(delivery.body)[0]);
-        }
+      describe('delivery (4.3.3)', () => {
+        const paths = { a: `/deliver-${binding === 'JSONRPC' ? 'rpc' : 'rest'}-a`, b: `/deliver-${binding === 'JSONRPC' ? 'rpc' : 'rest'}-b` };
+        const to = (path: string) => receiver.deliveries.filter((delivery) => delivery.path === path);
+        const canceled = (path: string) => {
+          const last = to(path).at(-1)?.body;
+          return last?.task?.status.state === 'TASK_STATE_CANCELED' || last?.statusUpdate?.status.state === 'TASK_STATE_CANCELED';
+        };
+        beforeAll(async () => {
+          // Two webhooks on one working task, which is then canceled: each gets its updates.
+          const task = await workingTask(binding);
+          await call(binding, 'CreateTaskPushNotificationConfig', config(task.id, 'deliver-a', paths.a));
+          await call(binding, 'CreateTaskPushNotificationConfig', { taskId: task.id, id: 'deliver-b', url: `${receiver.url}${paths.b}` });
+          await call(binding, 'CancelTask', { id: task.id });
+          await vi.waitFor(
+            () => {
+              if (!canceled(paths.a) || !canceled(paths.b)) throw new Error('not delivered yet');
+            },
+            { timeout: 30_000, interval: 100 },
+          );
+        });
+
+        it('PUSH-DELIVER-001 (4.3.3): each delivery carries the config’s credentials and token', () => {
+          expect(to(paths.a).length).toBeGreaterThan(0);
+          for (const delivery of to(paths.a)) {
+            expect(delivery.headers.authorization).toBe('Bearer secret-deliver-a');
+            expect(delivery.headers['x-a2a-notification-token']).toBe('token-deliver-a');
+          }
+          for (const delivery of to(paths.b)) expect(delivery.headers.authorization).toBeUndefined();
+        });
+
+        it('PUSH-DELIVER-002 (4.3.3): every configured webhook gets each update at least once', () => {
+          const states = (path: string) => new Set(to(path).map((delivery) => delivery.body.task?.status.state ?? delivery.body.statusUpdate?.status.state));
+          expect(states(paths.a)).toContain('TASK_STATE_CANCELED');
+          expect(states(paths.b)).toEqual(states(paths.a));
+        });
+
+        it('PUSH-DELIVER-003 (4.3.3): the payload is a StreamResponse, exactly one of task, message, statusUpdate and artifactUpdate', () => {
+          for (const delivery of [...to(paths.a), ...to(paths.b)]) {
+            expect(Object.keys(delivery.body)).toHaveLength(1);
+            expect(['task', 'message', 'statusUpdate', 'artifactUpdate']).toContain(Object.keys(delivery.body)[0]);
+          }
+        });
       });
     });
 
