@@ -1134,6 +1134,13 @@ describe.each(await availableEngines())('A2A TCK MUST requirements (%s)', (engin
       });
     });
 
+    it('DM-SERIAL-005 (5.7, a SHOULD): fields the server does not know are ignored', async () => {
+      const message = { ...messageOf([{ text: 'future fields', futurePartField: true } as Part]), futureMessageField: { nested: 1 } };
+      const outcome = await call(binding, 'SendMessage', { message, futureRequestField: 'x', configuration: { futureOption: 1 } });
+      expect(outcome.error).toBeUndefined();
+      expect(outcome.result?.task?.status.state).toBe('TASK_STATE_COMPLETED');
+    });
+
     describe('version negotiation (section 3.6)', () => {
       it('VER-SERVER-001 (3.6.2): a request is answered in the semantics of its A2A-Version', async () => {
         const task = await completedTask(binding);
