@@ -10,8 +10,8 @@
 //   - CORE-STREAM-002: an agent here always answers with a task, never a lone message.
 //   - CORE-CAP-001, CORE-CAP-002, CORE-CAP-003: the card declares push notifications, streaming and the
 //     extended card, so the errors for their absence cannot arise; the operations themselves are checked.
-//   - CORE-CAP-004: no agent declares a required extension; the test checks that none is declared.
 //   - VER-CLIENT-001: a requirement of clients (every request here sends `A2A-Version`).
+// SHOULD and MAY requirements are not ported, but for DM-SERIAL-005 (unknown fields are ignored).
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { components } from '../../generated/openapi.gen.ts';
