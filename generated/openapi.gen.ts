@@ -1393,7 +1393,8 @@ export interface paths {
          *     `GetExtendedAgentCard` (the owner's extended card). Without the header a request speaks A2A 0.3:
          *     `message/send`, `message/stream`, `tasks/get`, `tasks/cancel`, `tasks/resubscribe`,
          *     `tasks/pushNotificationConfig/set|get|list|delete` and `agent/getAuthenticatedExtendedCard`, with 0.3's
-         *     objects (`kind`, kebab-case states, `final` on status updates, bare results). A task is a run of the agent and its `contextId` the
+         *     objects (`kind`, kebab-case states, `final` on status updates, bare results); a 0.3 method with
+         *     `A2A-Version: 1.0` is no method of that version (-32601). A task is a run of the agent and its `contextId` the
          *     run's session. `SendMessage` blocks until the task completes, fails, is cancelled or needs input
          *     (`configuration.returnImmediately` answers at once); the streaming methods answer server-sent events,
          *     each a JSON-RPC response whose `result` is a `StreamResponse`: the `task` first, then `statusUpdate`

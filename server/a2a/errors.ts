@@ -106,7 +106,8 @@ function rpcCodeOf(error: ApiError, body: unknown): number {
   if (error.code === 'validation_error') {
     const request = (body ?? {}) as { jsonrpc?: unknown; method?: unknown };
     if (request.jsonrpc !== '2.0' || typeof request.method !== 'string') return -32600;
-    if (!(JSON_RPC_METHODS as readonly string[]).includes(request.method)) return -32601;
+    // A method this server does not know, or one of another version than the request says it speaks.
+    if (!(JSON_RPC_METHODS as readonly string[]).includes(request.method) || error.details?.some((problem) => problem.field === 'method')) return -32601;
     return -32602;
   }
   if (error.code === 'invalid_request') return -32602;

@@ -50,13 +50,26 @@ const pushConfigNotFound = (taskId: string, id: string) => new ApiError('not_fou
 const CARD_CACHE = 'public, max-age=300, must-revalidate';
 
 /**
- * The version a request speaks, from `A2A-Version`: `1.0`, or without the header 0.3, which is answered with
- * the 1.0 methods it names (0.3 names no method of 1.0's).
+ * The version a request speaks, from `A2A-Version` (its patch number aside): `1.0`, or `0.3`, which a request
+ * without the header speaks too. Any other is VersionNotSupported.
  */
-function checkVersion(headers: Record<string, string | undefined>): void {
+function checkVersion(headers: Record<string, string | undefined>): '1.0' | '0.3' {
   const version = headers['a2a-version']?.trim();
-  if (!version || /^1(\.0)?(\.\d+)?$/.test(version) || /^0\.3(\.\d+)?$/.test(version)) return;
+  if (!version || /^0\.3(\.\d+)?$/.test(version)) return '0.3';
+  if (/^1(\.0)?(\.\d+)?$/.test(version)) return '1.0';
   throw new A2aError('VersionNotSupported', `A2A version ${version} is not supported; this agent speaks 1.0 (and 0.3).`, { version, supportedVersions: '1.0, 0.3' });
+}
+
+/**
+ * A JSON-RPC method of 0.3 (they have a `/`, 1.0's are PascalCase) in a request that says it speaks 1.0 is not
+ * a method of that version: Method not found. A 0.3 request naming a 1.0 method is answered all the same
+ * (clients that send no header are many, and the method names say which version they mean).
+ */
+function checkMethodVersion(method: string, version: '1.0' | '0.3'): void {
+  if (version !== '1.0' || !method.includes('/')) return;
+  throw new ApiError('validation_error', `${method} is a method of A2A 0.3, and this request says A2A-Version 1.0; send it without the header, or call the 1.0 method.`, {
+    details: [{ field: 'method', message: 'not a method of A2A 1.0' }],
+  });
 }
 
 export function a2aHandlers(deps: A2aDeps, contract: Pick<Contract, 'version'>) {
@@ -132,7 +145,7 @@ export function a2aHandlers(deps: A2aDeps, contract: Pick<Contract, 'version'>) 
     },
 
     async callA2aJsonRpc({ auth, body, params, headers, signal }) {
-      checkVersion(headers);
+      checkMethodVersion(body.method, checkVersion(headers));
       const caller = callerOf(auth);
       const target = params.a2aTargetId;
       const id = body.id ?? null;

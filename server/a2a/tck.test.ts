@@ -1147,6 +1147,18 @@ describe.each(await availableEngines())('A2A TCK MUST requirements (%s)', (engin
         const read = await call(binding, 'GetTask', { id: task.id }, { headers: { 'A2A-Version': '1.0' } });
         expect(read.result?.status.state).toBe('TASK_STATE_COMPLETED');
         expect(read.result).not.toHaveProperty('kind');
+        if (binding === 'JSONRPC') {
+          // 0.3's tasks/get is no method of 1.0; without the header (0.3) it answers in 0.3's shapes.
+          const asked = (version: Record<string, string | null>) =>
+            fetch(`${server.url}/a2a/${agentId}`, {
+              method: 'POST',
+              headers: headersOf({ headers: version }, { 'Content-Type': 'application/json' }),
+              body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tasks/get', params: { id: task.id } }),
+            }).then(async (response) => (await response.json()) as { result?: { kind?: string; status: { state: string } }; error?: { code: number } });
+          expect((await asked({ 'A2A-Version': '1.0' })).error?.code).toBe(-32601);
+          expect((await asked({ 'A2A-Version': null })).result).toMatchObject({ kind: 'task', status: { state: 'completed' } });
+          expect((await asked({ 'A2A-Version': '0.3' })).result).toMatchObject({ kind: 'task', status: { state: 'completed' } });
+        }
       });
 
       it('VER-SERVER-002 (3.6.2): a version the interface does not support is VersionNotSupported', async () => {
