@@ -5,6 +5,7 @@ import { loadContract, type OperationId } from './contract.ts';
 import { Context, type Check } from './context.ts';
 import { Client, Halt, networkError } from './http.ts';
 import { Recorder, type ConformanceReport } from './report.ts';
+import { a2aChecks } from './checks/a2a.ts';
 import { accountChecks } from './checks/account.ts';
 import { agentChecks } from './checks/agents.ts';
 import { authChecks } from './checks/auth.ts';
@@ -44,6 +45,7 @@ const checks: readonly Check[] = [
   ...agentChecks,
   ...protocolChecks,
   ...teamChecks,
+  ...a2aChecks,
   ...knowledgeChecks,
   ...responseChecks,
   ...ownershipChecks,

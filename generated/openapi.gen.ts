@@ -1360,7 +1360,8 @@ export interface paths {
          *     description, its skills (its tools and knowledge collections by name, never their internals or the
          *     instructions), the two bindings under `/a2a/{id}` (JSON-RPC at `/a2a/{id}`, HTTP+JSON below it),
          *     `protocolVersion` 1.0, streaming, and the credentials calls take (bearer API key or session token,
-         *     `X-API-Key`, HTTP Basic). Calling the agent needs its owner's credential. `ETag` and
+         *     `X-API-Key`, HTTP Basic). Calling the agent needs its owner's credential; with it, the extended card
+         *     (`capabilities.extendedAgentCard`, `GET /a2a/{id}/extendedAgentCard`) says more. `ETag` and
          *     `Cache-Control` come with it; `If-None-Match` with the current tag answers 304.
          */
         get: operations["getA2aAgentCard"];
@@ -1388,9 +1389,12 @@ export interface paths {
          * A2A over JSON-RPC 2.0
          * @description The A2A JSON-RPC binding of an agent or team: one JSON-RPC 2.0 request whose `method` picks the
          *     operation. With the header `A2A-Version: 1.0`: `SendMessage`, `SendStreamingMessage`, `GetTask`,
-         *     `ListTasks`, `CancelTask`, `SubscribeToTask`. Without the header a request speaks A2A 0.3:
-         *     `message/send`, `message/stream`, `tasks/get`, `tasks/cancel` and `tasks/resubscribe`, with 0.3's
-         *     objects (`kind`, kebab-case states, `final` on status updates, bare results). A task is a run of the agent and its `contextId` the
+         *     `ListTasks`, `CancelTask`, `SubscribeToTask`, the push notification config methods and
+         *     `GetExtendedAgentCard` (the owner's extended card). Without the header a request speaks A2A 0.3:
+         *     `message/send`, `message/stream`, `tasks/get`, `tasks/cancel`, `tasks/resubscribe`,
+         *     `tasks/pushNotificationConfig/set|get|list|delete` and `agent/getAuthenticatedExtendedCard`, with 0.3's
+         *     objects (`kind`, kebab-case states, `final` on status updates, bare results); a 0.3 method with
+         *     `A2A-Version: 1.0` is no method of that version (-32601). A task is a run of the agent and its `contextId` the
          *     run's session. `SendMessage` blocks until the task completes, fails, is cancelled or needs input
          *     (`configuration.returnImmediately` answers at once); the streaming methods answer server-sent events,
          *     each a JSON-RPC response whose `result` is a `StreamResponse`: the `task` first, then `statusUpdate`
@@ -1559,6 +1563,271 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/a2a/{a2aTargetId}/v1/message:send": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The id of an agent (`agt_…`) or a team (`team_…`). */
+                a2aTargetId: components["parameters"]["A2aTargetId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A2A 0.3 SendMessage (HTTP+JSON)
+         * @description `message/send` over A2A 0.3's HTTP+JSON binding (the protobuf JSON of 0.3's `a2a.proto`: a message's parts are `content`, a
+         *     file part is `{file: {fileWithUri|fileWithBytes, mimeType}}`, a data part `{data: {data}}`, states are
+         *     `TASK_STATE_*` with `TASK_STATE_CANCELLED`); errors are `{code, message, data}` with A2A's JSON-RPC code.
+         *     Answers `{task}` once the task ends or asks for input (`configuration.blocking: false` at once).
+         */
+        post: operations["sendA2aV03Message"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/a2a/{a2aTargetId}/v1/message:stream": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The id of an agent (`agt_…`) or a team (`team_…`). */
+                a2aTargetId: components["parameters"]["A2aTargetId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A2A 0.3 SendStreamingMessage (HTTP+JSON)
+         * @description `message/stream` over A2A 0.3's HTTP+JSON binding (the protobuf JSON of 0.3's `a2a.proto`: a message's parts are `content`, a
+         *     file part is `{file: {fileWithUri|fileWithBytes, mimeType}}`, a data part `{data: {data}}`, states are
+         *     `TASK_STATE_*` with `TASK_STATE_CANCELLED`); errors are `{code, message, data}` with A2A's JSON-RPC code.
+         *     Each event is a `StreamResponse`: the task first, then its updates; the last status update is `final`.
+         */
+        post: operations["streamA2aV03Message"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/a2a/{a2aTargetId}/v1/tasks/{a2aTaskId}:subscribe": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The id of an agent (`agt_…`) or a team (`team_…`). */
+                a2aTargetId: components["parameters"]["A2aTargetId"];
+                /** @description A task's id (the id of its run). */
+                a2aTaskId: components["parameters"]["A2aTaskId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * A2A 0.3 TaskSubscription (HTTP+JSON)
+         * @description `tasks/resubscribe` over A2A 0.3's HTTP+JSON binding (the protobuf JSON of 0.3's `a2a.proto`: a message's parts are `content`, a
+         *     file part is `{file: {fileWithUri|fileWithBytes, mimeType}}`, a data part `{data: {data}}`, states are
+         *     `TASK_STATE_*` with `TASK_STATE_CANCELLED`); errors are `{code, message, data}` with A2A's JSON-RPC code.
+         *     0.3's `a2a.proto` maps it to GET, its specification to POST: both are served.
+         */
+        get: operations["subscribeToA2aV03Task"];
+        put?: never;
+        /**
+         * A2A 0.3 TaskSubscription by POST (HTTP+JSON)
+         * @description `tasks/resubscribe` over A2A 0.3's HTTP+JSON binding (the protobuf JSON of 0.3's `a2a.proto`: a message's parts are `content`, a
+         *     file part is `{file: {fileWithUri|fileWithBytes, mimeType}}`, a data part `{data: {data}}`, states are
+         *     `TASK_STATE_*` with `TASK_STATE_CANCELLED`); errors are `{code, message, data}` with A2A's JSON-RPC code.
+         *     The same as the GET of this path, as 0.3's specification writes it.
+         */
+        post: operations["resubscribeToA2aV03Task"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/a2a/{a2aTargetId}/v1/tasks/{a2aTaskId}:cancel": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The id of an agent (`agt_…`) or a team (`team_…`). */
+                a2aTargetId: components["parameters"]["A2aTargetId"];
+                /** @description A task's id (the id of its run). */
+                a2aTaskId: components["parameters"]["A2aTaskId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A2A 0.3 CancelTask (HTTP+JSON)
+         * @description `tasks/cancel` over A2A 0.3's HTTP+JSON binding (the protobuf JSON of 0.3's `a2a.proto`: a message's parts are `content`, a
+         *     file part is `{file: {fileWithUri|fileWithBytes, mimeType}}`, a data part `{data: {data}}`, states are
+         *     `TASK_STATE_*` with `TASK_STATE_CANCELLED`); errors are `{code, message, data}` with A2A's JSON-RPC code.
+         *     The body (`{name}`) is optional; the task is the one in the path.
+         */
+        post: operations["cancelA2aV03Task"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/a2a/{a2aTargetId}/v1/tasks/{a2aTaskId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The id of an agent (`agt_…`) or a team (`team_…`). */
+                a2aTargetId: components["parameters"]["A2aTargetId"];
+                /** @description A task's id (the id of its run). */
+                a2aTaskId: components["parameters"]["A2aTaskId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * A2A 0.3 GetTask (HTTP+JSON)
+         * @description `tasks/get` over A2A 0.3's HTTP+JSON binding (the protobuf JSON of 0.3's `a2a.proto`: a message's parts are `content`, a
+         *     file part is `{file: {fileWithUri|fileWithBytes, mimeType}}`, a data part `{data: {data}}`, states are
+         *     `TASK_STATE_*` with `TASK_STATE_CANCELLED`); errors are `{code, message, data}` with A2A's JSON-RPC code.
+         */
+        get: operations["getA2aV03Task"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/a2a/{a2aTargetId}/v1/tasks/{a2aTaskId}/pushNotificationConfigs": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The id of an agent (`agt_…`) or a team (`team_…`). */
+                a2aTargetId: components["parameters"]["A2aTargetId"];
+                /** @description A task's id (the id of its run). */
+                a2aTaskId: components["parameters"]["A2aTaskId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * A2A 0.3 ListTaskPushNotificationConfig (HTTP+JSON)
+         * @description `tasks/pushNotificationConfig/list` over A2A 0.3's HTTP+JSON binding (the protobuf JSON of 0.3's `a2a.proto`: a message's parts are `content`, a
+         *     file part is `{file: {fileWithUri|fileWithBytes, mimeType}}`, a data part `{data: {data}}`, states are
+         *     `TASK_STATE_*` with `TASK_STATE_CANCELLED`); errors are `{code, message, data}` with A2A's JSON-RPC code.
+         */
+        get: operations["listA2aV03PushConfigs"];
+        put?: never;
+        /**
+         * A2A 0.3 CreateTaskPushNotificationConfig (HTTP+JSON)
+         * @description `tasks/pushNotificationConfig/set` over A2A 0.3's HTTP+JSON binding (the protobuf JSON of 0.3's `a2a.proto`: a message's parts are `content`, a
+         *     file part is `{file: {fileWithUri|fileWithBytes, mimeType}}`, a data part `{data: {data}}`, states are
+         *     `TASK_STATE_*` with `TASK_STATE_CANCELLED`); errors are `{code, message, data}` with A2A's JSON-RPC code.
+         *     The body is a `TaskPushNotificationConfig` (`{name, pushNotificationConfig}`); without an id the config takes the task's.
+         */
+        post: operations["createA2aV03PushConfig"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/a2a/{a2aTargetId}/v1/tasks/{a2aTaskId}/pushNotificationConfigs/{a2aPushConfigId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The id of an agent (`agt_…`) or a team (`team_…`). */
+                a2aTargetId: components["parameters"]["A2aTargetId"];
+                /** @description A task's id (the id of its run). */
+                a2aTaskId: components["parameters"]["A2aTaskId"];
+                /** @description The push notification config's id. */
+                a2aPushConfigId: string;
+            };
+            cookie?: never;
+        };
+        /**
+         * A2A 0.3 GetTaskPushNotificationConfig (HTTP+JSON)
+         * @description `tasks/pushNotificationConfig/get` over A2A 0.3's HTTP+JSON binding (the protobuf JSON of 0.3's `a2a.proto`: a message's parts are `content`, a
+         *     file part is `{file: {fileWithUri|fileWithBytes, mimeType}}`, a data part `{data: {data}}`, states are
+         *     `TASK_STATE_*` with `TASK_STATE_CANCELLED`); errors are `{code, message, data}` with A2A's JSON-RPC code.
+         */
+        get: operations["getA2aV03PushConfig"];
+        put?: never;
+        post?: never;
+        /**
+         * A2A 0.3 DeleteTaskPushNotificationConfig (HTTP+JSON)
+         * @description `tasks/pushNotificationConfig/delete` over A2A 0.3's HTTP+JSON binding (the protobuf JSON of 0.3's `a2a.proto`: a message's parts are `content`, a
+         *     file part is `{file: {fileWithUri|fileWithBytes, mimeType}}`, a data part `{data: {data}}`, states are
+         *     `TASK_STATE_*` with `TASK_STATE_CANCELLED`); errors are `{code, message, data}` with A2A's JSON-RPC code.
+         *     Idempotent: a config already gone answers 204 too.
+         */
+        delete: operations["deleteA2aV03PushConfig"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/a2a/{a2aTargetId}/v1/card": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The id of an agent (`agt_…`) or a team (`team_…`). */
+                a2aTargetId: components["parameters"]["A2aTargetId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * A2A 0.3 GetAgentCard (HTTP+JSON)
+         * @description `agent/getAuthenticatedExtendedCard` over A2A 0.3's HTTP+JSON binding: the owner's extended card, as
+         *     `GET /a2a/{id}/extendedAgentCard` answers it.
+         */
+        get: operations["getA2aV03ExtendedCard"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/a2a/{a2aTargetId}/extendedAgentCard": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The id of an agent (`agt_…`) or a team (`team_…`). */
+                a2aTargetId: components["parameters"]["A2aTargetId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * A2A GetExtendedAgentCard (HTTP+JSON)
+         * @description The extended agent card, for the agent's or team's owner only (the public card declares it with
+         *     `capabilities.extendedAgentCard`): the public card, and besides the parameters of each client-side
+         *     tool, the agent's remote MCP servers by name with the tools they offer, which tools wait for
+         *     approval, and the model; for a team, each member's tools and knowledge collections. Never the
+         *     instructions, an MCP server's URL or headers, or the owner. Another user's credential gets what a
+         *     missing agent gets (404). Also over JSON-RPC as `GetExtendedAgentCard` (0.3:
+         *     `agent/getAuthenticatedExtendedCard`).
+         */
+        get: operations["getA2aExtendedAgentCard"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/a2a/{a2aTargetId}/tasks/{a2aTaskId}/pushNotificationConfigs": {
         parameters: {
             query?: never;
@@ -1611,7 +1880,8 @@ export interface paths {
         post?: never;
         /**
          * A2A DeleteTaskPushNotificationConfig (HTTP+JSON)
-         * @description Deletes the config; updates already enqueued for it are dropped.
+         * @description Deletes the config; updates already enqueued for it are dropped. Idempotent, as A2A asks: deleting
+         *     a config that is already gone answers 204 too; a task that is not the caller's is not found.
          */
         delete: operations["deleteA2aPushConfig"];
         options?: never;
@@ -4006,7 +4276,7 @@ export interface components {
         /** @description The request's id, echoed in the response. */
         A2aJsonRpcId: string | number | null;
         /** @description A JSON-RPC 2.0 request; `method` picks the A2A operation and the shape of `params`. */
-        A2aJsonRpcRequest: components["schemas"]["A2aJsonRpcSendMessage"] | components["schemas"]["A2aJsonRpcGetTask"] | components["schemas"]["A2aJsonRpcListTasks"] | components["schemas"]["A2aJsonRpcCancelTask"] | components["schemas"]["A2aJsonRpcSubscribeToTask"] | components["schemas"]["A2aJsonRpcCreatePushConfig"] | components["schemas"]["A2aJsonRpcGetPushConfig"] | components["schemas"]["A2aJsonRpcDeletePushConfig"] | components["schemas"]["A2aJsonRpcListPushConfigs"] | components["schemas"]["A2aJsonRpcV03Send"] | components["schemas"]["A2aJsonRpcV03Task"] | components["schemas"]["A2aJsonRpcNotOffered"];
+        A2aJsonRpcRequest: components["schemas"]["A2aJsonRpcSendMessage"] | components["schemas"]["A2aJsonRpcGetTask"] | components["schemas"]["A2aJsonRpcListTasks"] | components["schemas"]["A2aJsonRpcCancelTask"] | components["schemas"]["A2aJsonRpcSubscribeToTask"] | components["schemas"]["A2aJsonRpcCreatePushConfig"] | components["schemas"]["A2aJsonRpcGetPushConfig"] | components["schemas"]["A2aJsonRpcDeletePushConfig"] | components["schemas"]["A2aJsonRpcListPushConfigs"] | components["schemas"]["A2aJsonRpcV03Send"] | components["schemas"]["A2aJsonRpcV03Task"] | components["schemas"]["A2aJsonRpcGetExtendedAgentCard"] | components["schemas"]["A2aJsonRpcV03PushSet"] | components["schemas"]["A2aJsonRpcV03PushTask"];
         A2aJsonRpcSendMessage: {
             /** @constant */
             jsonrpc: "2.0";
@@ -4107,10 +4377,10 @@ export interface components {
             params: components["schemas"]["A2aListPushConfigsRequest"];
         };
         /**
-         * @description Methods this server does not offer: A2A 0.3's push notification configs answer
-         *     PushNotificationNotSupported (-32003) (1.0's are offered), the extended card UnsupportedOperation (-32004).
+         * @description The extended agent card, for the agent's owner: `GetExtendedAgentCard` (1.0) or
+         *     `agent/getAuthenticatedExtendedCard` (0.3); the result is the card.
          */
-        A2aJsonRpcNotOffered: {
+        A2aJsonRpcGetExtendedAgentCard: {
             /** @constant */
             jsonrpc: "2.0";
             id?: components["schemas"]["A2aJsonRpcId"];
@@ -4118,8 +4388,11 @@ export interface components {
              * @description discriminator enum property added by openapi-typescript
              * @enum {string}
              */
-            method: "GetExtendedAgentCard" | "tasks/pushNotificationConfig/set" | "tasks/pushNotificationConfig/get" | "tasks/pushNotificationConfig/list" | "tasks/pushNotificationConfig/delete" | "agent/getAuthenticatedExtendedCard";
-            params?: components["schemas"]["A2aStruct"];
+            method: "GetExtendedAgentCard" | "agent/getAuthenticatedExtendedCard";
+            params?: components["schemas"]["A2aGetExtendedAgentCardRequest"];
+        };
+        A2aGetExtendedAgentCardRequest: {
+            tenant?: string;
         };
         A2aJsonRpcError: {
             code: number;
@@ -4133,7 +4406,7 @@ export interface components {
             jsonrpc: "2.0";
             id: components["schemas"]["A2aJsonRpcId"];
             /** @description The method's answer (a `SendMessageResponse`, a `Task`, a `ListTasksResponse`, or in a stream a `StreamResponse`). */
-            result: components["schemas"]["A2aSendMessageResponse"] | components["schemas"]["A2aStreamResponse"] | components["schemas"]["A2aTask"] | components["schemas"]["A2aListTasksResponse"] | components["schemas"]["A2aTaskPushNotificationConfig"] | components["schemas"]["A2aListPushConfigsResponse"] | components["schemas"]["A2aV03Event"] | Record<string, never>;
+            result: components["schemas"]["A2aSendMessageResponse"] | components["schemas"]["A2aStreamResponse"] | components["schemas"]["A2aTask"] | components["schemas"]["A2aListTasksResponse"] | components["schemas"]["A2aTaskPushNotificationConfig"] | components["schemas"]["A2aListPushConfigsResponse"] | components["schemas"]["A2aAgentCard"] | components["schemas"]["A2aV03Event"] | components["schemas"]["A2aV03TaskPushConfig"] | components["schemas"]["A2aV03TaskPushConfig"][] | Record<string, never> | null;
         };
         A2aJsonRpcFailure: {
             /** @constant */
@@ -4195,6 +4468,13 @@ export interface components {
             preferredTransport?: string;
             /** @description For A2A 0.3 clients, `0.3.0`; 1.0 clients read each interface's `protocolVersion`. */
             protocolVersion?: string;
+            /** @description For A2A 0.3 clients, the transports at the card's URL (0.3's card field). */
+            additionalInterfaces?: {
+                url: string;
+                transport: string;
+            }[];
+            /** @description For A2A 0.3 clients, whether `agent/getAuthenticatedExtendedCard` answers (1.0's `capabilities.extendedAgentCard`). */
+            supportsAuthenticatedExtendedCard?: boolean;
             capabilities: {
                 streaming?: boolean;
                 pushNotifications?: boolean;
@@ -4298,8 +4578,150 @@ export interface components {
                 acceptedOutputModes?: string[];
                 blocking?: boolean;
                 historyLength?: number;
+                pushNotificationConfig?: components["schemas"]["A2aV03PushConfig"];
             };
             metadata?: components["schemas"]["A2aStruct"];
+        };
+        /** @description An A2A 0.3 push notification config; without an `id`, the task's id is its id. */
+        A2aV03PushConfig: {
+            id?: string;
+            url: string;
+            token?: string;
+            authentication?: {
+                schemes: string[];
+                credentials?: string;
+            };
+        };
+        /** @description An A2A 0.3 push notification config of a task. */
+        A2aV03TaskPushConfig: {
+            taskId: string;
+            pushNotificationConfig: components["schemas"]["A2aV03PushConfig"];
+        };
+        /** @description An A2A 0.3 HTTP+JSON error, JSON-RPC's error object as the body. */
+        A2aV03RestErrorBody: {
+            code: number;
+            message: string;
+            data?: components["schemas"]["A2aStruct"][];
+        };
+        /** @description A part in 0.3's protobuf JSON, one of `text`, `file` and `data`. */
+        A2aV03ProtoPart: {
+            text?: string;
+            file?: {
+                fileWithUri?: string;
+                fileWithBytes?: string;
+                mimeType?: string;
+            };
+            data?: {
+                data: components["schemas"]["A2aStruct"];
+            };
+        };
+        A2aV03ProtoMessage: {
+            messageId: string;
+            contextId?: string;
+            taskId?: string;
+            /** @enum {string} */
+            role: "ROLE_USER" | "ROLE_AGENT";
+            content: components["schemas"]["A2aV03ProtoPart"][];
+            metadata?: components["schemas"]["A2aStruct"];
+            extensions?: string[];
+        };
+        A2aV03ProtoTaskStatus: {
+            /** @enum {string} */
+            state: "TASK_STATE_UNSPECIFIED" | "TASK_STATE_SUBMITTED" | "TASK_STATE_WORKING" | "TASK_STATE_COMPLETED" | "TASK_STATE_FAILED" | "TASK_STATE_CANCELLED" | "TASK_STATE_INPUT_REQUIRED" | "TASK_STATE_REJECTED" | "TASK_STATE_AUTH_REQUIRED";
+            message?: components["schemas"]["A2aV03ProtoMessage"];
+            /** Format: date-time */
+            timestamp?: string;
+        };
+        A2aV03ProtoArtifact: {
+            artifactId: string;
+            name?: string;
+            description?: string;
+            parts: components["schemas"]["A2aV03ProtoPart"][];
+            metadata?: components["schemas"]["A2aStruct"];
+        };
+        /** @description A task in 0.3's protobuf JSON. */
+        A2aV03ProtoTask: {
+            id: string;
+            contextId: string;
+            status: components["schemas"]["A2aV03ProtoTaskStatus"];
+            artifacts?: components["schemas"]["A2aV03ProtoArtifact"][];
+            history?: components["schemas"]["A2aV03ProtoMessage"][];
+            metadata?: components["schemas"]["A2aStruct"];
+        };
+        A2aV03ProtoSendRequest: {
+            message: components["schemas"]["A2aV03ProtoMessage"];
+            configuration?: {
+                acceptedOutputModes?: string[];
+                pushNotification?: components["schemas"]["A2aV03PushConfig"];
+                historyLength?: number;
+                blocking?: boolean;
+            };
+            metadata?: components["schemas"]["A2aStruct"];
+        };
+        /** @description `{task}` (an agent here always answers with a task). */
+        A2aV03ProtoSendResponse: {
+            task?: components["schemas"]["A2aV03ProtoTask"];
+            message?: components["schemas"]["A2aV03ProtoMessage"];
+        };
+        /** @description One event of a 0.3 HTTP+JSON stream, one of `task`, `message`, `statusUpdate` and `artifactUpdate`. */
+        A2aV03ProtoStreamResponse: {
+            task?: components["schemas"]["A2aV03ProtoTask"];
+            message?: components["schemas"]["A2aV03ProtoMessage"];
+            statusUpdate?: {
+                taskId: string;
+                contextId: string;
+                status: components["schemas"]["A2aV03ProtoTaskStatus"];
+                final: boolean;
+                metadata?: components["schemas"]["A2aStruct"];
+            };
+            artifactUpdate?: {
+                taskId: string;
+                contextId: string;
+                artifact: components["schemas"]["A2aV03ProtoArtifact"];
+                append?: boolean;
+                lastChunk?: boolean;
+                metadata?: components["schemas"]["A2aStruct"];
+            };
+        };
+        /** @description A push config of a task in 0.3's protobuf JSON; `name` is `tasks/{taskId}/pushNotificationConfigs/{id}`. */
+        A2aV03ProtoTaskPushConfig: {
+            name?: string;
+            pushNotificationConfig: components["schemas"]["A2aV03PushConfig"];
+        };
+        A2aV03ProtoListPushConfigs: {
+            configs: components["schemas"]["A2aV03ProtoTaskPushConfig"][];
+            nextPageToken?: string;
+        };
+        /** @description A2A 0.3's `tasks/pushNotificationConfig/set`, 1.0's CreateTaskPushNotificationConfig in 0.3's shapes. */
+        A2aJsonRpcV03PushSet: {
+            /** @constant */
+            jsonrpc: "2.0";
+            id?: components["schemas"]["A2aJsonRpcId"];
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            method: "tasks/pushNotificationConfig/set";
+            params: components["schemas"]["A2aV03TaskPushConfig"];
+        };
+        /**
+         * @description A2A 0.3's `tasks/pushNotificationConfig/get` (the config `pushNotificationConfigId`, or without it the
+         *     one whose id is the task's), `list` and `delete`.
+         */
+        A2aJsonRpcV03PushTask: {
+            /** @constant */
+            jsonrpc: "2.0";
+            id?: components["schemas"]["A2aJsonRpcId"];
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            method: "tasks/pushNotificationConfig/get" | "tasks/pushNotificationConfig/list" | "tasks/pushNotificationConfig/delete";
+            params: {
+                id: string;
+                pushNotificationConfigId?: string;
+                metadata?: components["schemas"]["A2aStruct"];
+            };
         };
         A2aJsonRpcV03Send: {
             /** @constant */
@@ -4665,6 +5087,29 @@ export interface components {
                  *     }
                  */
                 "application/json": components["schemas"]["A2aErrorStatus"];
+            };
+        };
+        /** @description An A2A 0.3 error over HTTP+JSON, `{code, message, data}` with A2A's JSON-RPC code. */
+        A2aV03RestError: {
+            headers: {
+                "X-Request-Id": components["headers"]["XRequestId"];
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "code": -32001,
+                 *       "message": "No task run_01JD3V7R2N8Q4X6Y0Z1A2B3C4D.",
+                 *       "data": [
+                 *         {
+                 *           "@type": "type.googleapis.com/google.rpc.ErrorInfo",
+                 *           "reason": "TASK_NOT_FOUND",
+                 *           "domain": "a2a-protocol.org"
+                 *         }
+                 *       ]
+                 *     }
+                 */
+                "application/json": components["schemas"]["A2aV03RestErrorBody"];
             };
         };
         /** @description A JSON-RPC error response, for a request refused before its method ran (credential, limits). */
@@ -7992,6 +8437,403 @@ export interface operations {
                 };
                 content: {
                     "text/event-stream": components["schemas"]["A2aStreamResponse"];
+                };
+            };
+            400: components["responses"]["A2aRestError"];
+            401: components["responses"]["A2aRestError"];
+            404: components["responses"]["A2aRestError"];
+            default: components["responses"]["A2aRestError"];
+        };
+    };
+    sendA2aV03Message: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The A2A version the client speaks (`1.0`); without it a request is A2A 0.3. */
+                "A2A-Version"?: components["parameters"]["A2aVersion"];
+            };
+            path: {
+                /** @description The id of an agent (`agt_…`) or a team (`team_…`). */
+                a2aTargetId: components["parameters"]["A2aTargetId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["A2aV03ProtoSendRequest"];
+            };
+        };
+        responses: {
+            /** @description The answer. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["A2aV03ProtoSendResponse"];
+                };
+            };
+            400: components["responses"]["A2aV03RestError"];
+            401: components["responses"]["A2aV03RestError"];
+            404: components["responses"]["A2aV03RestError"];
+            default: components["responses"]["A2aV03RestError"];
+        };
+    };
+    streamA2aV03Message: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The A2A version the client speaks (`1.0`); without it a request is A2A 0.3. */
+                "A2A-Version"?: components["parameters"]["A2aVersion"];
+            };
+            path: {
+                /** @description The id of an agent (`agt_…`) or a team (`team_…`). */
+                a2aTargetId: components["parameters"]["A2aTargetId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["A2aV03ProtoSendRequest"];
+            };
+        };
+        responses: {
+            /** @description The events, as server-sent events. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/event-stream": components["schemas"]["A2aV03ProtoStreamResponse"];
+                };
+            };
+            400: components["responses"]["A2aV03RestError"];
+            401: components["responses"]["A2aV03RestError"];
+            404: components["responses"]["A2aV03RestError"];
+            default: components["responses"]["A2aV03RestError"];
+        };
+    };
+    subscribeToA2aV03Task: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The A2A version the client speaks (`1.0`); without it a request is A2A 0.3. */
+                "A2A-Version"?: components["parameters"]["A2aVersion"];
+            };
+            path: {
+                /** @description The id of an agent (`agt_…`) or a team (`team_…`). */
+                a2aTargetId: components["parameters"]["A2aTargetId"];
+                /** @description A task's id (the id of its run). */
+                a2aTaskId: components["parameters"]["A2aTaskId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The events, as server-sent events. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/event-stream": components["schemas"]["A2aV03ProtoStreamResponse"];
+                };
+            };
+            400: components["responses"]["A2aV03RestError"];
+            401: components["responses"]["A2aV03RestError"];
+            404: components["responses"]["A2aV03RestError"];
+            default: components["responses"]["A2aV03RestError"];
+        };
+    };
+    resubscribeToA2aV03Task: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The A2A version the client speaks (`1.0`); without it a request is A2A 0.3. */
+                "A2A-Version"?: components["parameters"]["A2aVersion"];
+            };
+            path: {
+                /** @description The id of an agent (`agt_…`) or a team (`team_…`). */
+                a2aTargetId: components["parameters"]["A2aTargetId"];
+                /** @description A task's id (the id of its run). */
+                a2aTaskId: components["parameters"]["A2aTaskId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The events, as server-sent events. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/event-stream": components["schemas"]["A2aV03ProtoStreamResponse"];
+                };
+            };
+            400: components["responses"]["A2aV03RestError"];
+            401: components["responses"]["A2aV03RestError"];
+            404: components["responses"]["A2aV03RestError"];
+            default: components["responses"]["A2aV03RestError"];
+        };
+    };
+    cancelA2aV03Task: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The A2A version the client speaks (`1.0`); without it a request is A2A 0.3. */
+                "A2A-Version"?: components["parameters"]["A2aVersion"];
+            };
+            path: {
+                /** @description The id of an agent (`agt_…`) or a team (`team_…`). */
+                a2aTargetId: components["parameters"]["A2aTargetId"];
+                /** @description A task's id (the id of its run). */
+                a2aTaskId: components["parameters"]["A2aTaskId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["A2aStruct"];
+            };
+        };
+        responses: {
+            /** @description The answer. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["A2aV03ProtoTask"];
+                };
+            };
+            400: components["responses"]["A2aV03RestError"];
+            401: components["responses"]["A2aV03RestError"];
+            404: components["responses"]["A2aV03RestError"];
+            default: components["responses"]["A2aV03RestError"];
+        };
+    };
+    getA2aV03Task: {
+        parameters: {
+            query?: {
+                /** @description At most this many messages of the task's history. */
+                historyLength?: number;
+            };
+            header?: {
+                /** @description The A2A version the client speaks (`1.0`); without it a request is A2A 0.3. */
+                "A2A-Version"?: components["parameters"]["A2aVersion"];
+            };
+            path: {
+                /** @description The id of an agent (`agt_…`) or a team (`team_…`). */
+                a2aTargetId: components["parameters"]["A2aTargetId"];
+                /** @description A task's id (the id of its run). */
+                a2aTaskId: components["parameters"]["A2aTaskId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The answer. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["A2aV03ProtoTask"];
+                };
+            };
+            400: components["responses"]["A2aV03RestError"];
+            401: components["responses"]["A2aV03RestError"];
+            404: components["responses"]["A2aV03RestError"];
+            default: components["responses"]["A2aV03RestError"];
+        };
+    };
+    listA2aV03PushConfigs: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The A2A version the client speaks (`1.0`); without it a request is A2A 0.3. */
+                "A2A-Version"?: components["parameters"]["A2aVersion"];
+            };
+            path: {
+                /** @description The id of an agent (`agt_…`) or a team (`team_…`). */
+                a2aTargetId: components["parameters"]["A2aTargetId"];
+                /** @description A task's id (the id of its run). */
+                a2aTaskId: components["parameters"]["A2aTaskId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The answer. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["A2aV03ProtoListPushConfigs"];
+                };
+            };
+            400: components["responses"]["A2aV03RestError"];
+            401: components["responses"]["A2aV03RestError"];
+            404: components["responses"]["A2aV03RestError"];
+            default: components["responses"]["A2aV03RestError"];
+        };
+    };
+    createA2aV03PushConfig: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The A2A version the client speaks (`1.0`); without it a request is A2A 0.3. */
+                "A2A-Version"?: components["parameters"]["A2aVersion"];
+            };
+            path: {
+                /** @description The id of an agent (`agt_…`) or a team (`team_…`). */
+                a2aTargetId: components["parameters"]["A2aTargetId"];
+                /** @description A task's id (the id of its run). */
+                a2aTaskId: components["parameters"]["A2aTaskId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["A2aV03ProtoTaskPushConfig"];
+            };
+        };
+        responses: {
+            /** @description The answer. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["A2aV03ProtoTaskPushConfig"];
+                };
+            };
+            400: components["responses"]["A2aV03RestError"];
+            401: components["responses"]["A2aV03RestError"];
+            404: components["responses"]["A2aV03RestError"];
+            default: components["responses"]["A2aV03RestError"];
+        };
+    };
+    getA2aV03PushConfig: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The A2A version the client speaks (`1.0`); without it a request is A2A 0.3. */
+                "A2A-Version"?: components["parameters"]["A2aVersion"];
+            };
+            path: {
+                /** @description The id of an agent (`agt_…`) or a team (`team_…`). */
+                a2aTargetId: components["parameters"]["A2aTargetId"];
+                /** @description A task's id (the id of its run). */
+                a2aTaskId: components["parameters"]["A2aTaskId"];
+                /** @description The push notification config's id. */
+                a2aPushConfigId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The answer. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["A2aV03ProtoTaskPushConfig"];
+                };
+            };
+            400: components["responses"]["A2aV03RestError"];
+            401: components["responses"]["A2aV03RestError"];
+            404: components["responses"]["A2aV03RestError"];
+            default: components["responses"]["A2aV03RestError"];
+        };
+    };
+    deleteA2aV03PushConfig: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The A2A version the client speaks (`1.0`); without it a request is A2A 0.3. */
+                "A2A-Version"?: components["parameters"]["A2aVersion"];
+            };
+            path: {
+                /** @description The id of an agent (`agt_…`) or a team (`team_…`). */
+                a2aTargetId: components["parameters"]["A2aTargetId"];
+                /** @description A task's id (the id of its run). */
+                a2aTaskId: components["parameters"]["A2aTaskId"];
+                /** @description The push notification config's id. */
+                a2aPushConfigId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted (also when it was already gone). */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["A2aV03RestError"];
+            401: components["responses"]["A2aV03RestError"];
+            404: components["responses"]["A2aV03RestError"];
+            default: components["responses"]["A2aV03RestError"];
+        };
+    };
+    getA2aV03ExtendedCard: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The A2A version the client speaks (`1.0`); without it a request is A2A 0.3. */
+                "A2A-Version"?: components["parameters"]["A2aVersion"];
+            };
+            path: {
+                /** @description The id of an agent (`agt_…`) or a team (`team_…`). */
+                a2aTargetId: components["parameters"]["A2aTargetId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The answer. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["A2aAgentCard"];
+                };
+            };
+            400: components["responses"]["A2aV03RestError"];
+            401: components["responses"]["A2aV03RestError"];
+            404: components["responses"]["A2aV03RestError"];
+            default: components["responses"]["A2aV03RestError"];
+        };
+    };
+    getA2aExtendedAgentCard: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The A2A version the client speaks (`1.0`); without it a request is A2A 0.3. */
+                "A2A-Version"?: components["parameters"]["A2aVersion"];
+            };
+            path: {
+                /** @description The id of an agent (`agt_…`) or a team (`team_…`). */
+                a2aTargetId: components["parameters"]["A2aTargetId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The extended card. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["A2aAgentCard"];
                 };
             };
             400: components["responses"]["A2aRestError"];

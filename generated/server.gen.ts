@@ -73,6 +73,18 @@ export type SecuredOperationId =
   | 'getA2aTask'
   | 'cancelA2aTask'
   | 'subscribeToA2aTask'
+  | 'sendA2aV03Message'
+  | 'streamA2aV03Message'
+  | 'subscribeToA2aV03Task'
+  | 'resubscribeToA2aV03Task'
+  | 'cancelA2aV03Task'
+  | 'getA2aV03Task'
+  | 'listA2aV03PushConfigs'
+  | 'createA2aV03PushConfig'
+  | 'getA2aV03PushConfig'
+  | 'deleteA2aV03PushConfig'
+  | 'getA2aV03ExtendedCard'
+  | 'getA2aExtendedAgentCard'
   | 'listA2aPushConfigs'
   | 'createA2aPushConfig'
   | 'getA2aPushConfig'
@@ -285,6 +297,30 @@ export interface Handlers<Auth, Ctx = object> {
   cancelA2aTask: Handler<'cancelA2aTask', 200, Auth, Ctx>;
   /** POST /a2a/{a2aTargetId}/tasks/{a2aTaskId}:subscribe: A2A SubscribeToTask (HTTP+JSON) */
   subscribeToA2aTask: Handler<'subscribeToA2aTask', 200, Auth, Ctx>;
+  /** POST /a2a/{a2aTargetId}/v1/message:send: A2A 0.3 SendMessage (HTTP+JSON) */
+  sendA2aV03Message: Handler<'sendA2aV03Message', 200, Auth, Ctx>;
+  /** POST /a2a/{a2aTargetId}/v1/message:stream: A2A 0.3 SendStreamingMessage (HTTP+JSON) */
+  streamA2aV03Message: Handler<'streamA2aV03Message', 200, Auth, Ctx>;
+  /** GET /a2a/{a2aTargetId}/v1/tasks/{a2aTaskId}:subscribe: A2A 0.3 TaskSubscription (HTTP+JSON) */
+  subscribeToA2aV03Task: Handler<'subscribeToA2aV03Task', 200, Auth, Ctx>;
+  /** POST /a2a/{a2aTargetId}/v1/tasks/{a2aTaskId}:subscribe: A2A 0.3 TaskSubscription by POST (HTTP+JSON) */
+  resubscribeToA2aV03Task: Handler<'resubscribeToA2aV03Task', 200, Auth, Ctx>;
+  /** POST /a2a/{a2aTargetId}/v1/tasks/{a2aTaskId}:cancel: A2A 0.3 CancelTask (HTTP+JSON) */
+  cancelA2aV03Task: Handler<'cancelA2aV03Task', 200, Auth, Ctx>;
+  /** GET /a2a/{a2aTargetId}/v1/tasks/{a2aTaskId}: A2A 0.3 GetTask (HTTP+JSON) */
+  getA2aV03Task: Handler<'getA2aV03Task', 200, Auth, Ctx>;
+  /** GET /a2a/{a2aTargetId}/v1/tasks/{a2aTaskId}/pushNotificationConfigs: A2A 0.3 ListTaskPushNotificationConfig (HTTP+JSON) */
+  listA2aV03PushConfigs: Handler<'listA2aV03PushConfigs', 200, Auth, Ctx>;
+  /** POST /a2a/{a2aTargetId}/v1/tasks/{a2aTaskId}/pushNotificationConfigs: A2A 0.3 CreateTaskPushNotificationConfig (HTTP+JSON) */
+  createA2aV03PushConfig: Handler<'createA2aV03PushConfig', 200, Auth, Ctx>;
+  /** GET /a2a/{a2aTargetId}/v1/tasks/{a2aTaskId}/pushNotificationConfigs/{a2aPushConfigId}: A2A 0.3 GetTaskPushNotificationConfig (HTTP+JSON) */
+  getA2aV03PushConfig: Handler<'getA2aV03PushConfig', 200, Auth, Ctx>;
+  /** DELETE /a2a/{a2aTargetId}/v1/tasks/{a2aTaskId}/pushNotificationConfigs/{a2aPushConfigId}: A2A 0.3 DeleteTaskPushNotificationConfig (HTTP+JSON) */
+  deleteA2aV03PushConfig: Handler<'deleteA2aV03PushConfig', 204, Auth, Ctx>;
+  /** GET /a2a/{a2aTargetId}/v1/card: A2A 0.3 GetAgentCard (HTTP+JSON) */
+  getA2aV03ExtendedCard: Handler<'getA2aV03ExtendedCard', 200, Auth, Ctx>;
+  /** GET /a2a/{a2aTargetId}/extendedAgentCard: A2A GetExtendedAgentCard (HTTP+JSON) */
+  getA2aExtendedAgentCard: Handler<'getA2aExtendedAgentCard', 200, Auth, Ctx>;
   /** GET /a2a/{a2aTargetId}/tasks/{a2aTaskId}/pushNotificationConfigs: A2A ListTaskPushNotificationConfigs (HTTP+JSON) */
   listA2aPushConfigs: Handler<'listA2aPushConfigs', 200, Auth, Ctx>;
   /** POST /a2a/{a2aTargetId}/tasks/{a2aTaskId}/pushNotificationConfigs: A2A CreateTaskPushNotificationConfig (HTTP+JSON) */
@@ -392,6 +428,18 @@ export const routes: readonly RouteSpec[] = [
   { operationId: 'getA2aTask', method: 'get', path: '/a2a/{a2aTargetId}/tasks/{a2aTaskId}', expressPath: "/a2a/:a2aTargetId/tasks/:a2aTaskId", secured: true, handlerStatuses: [200], responseContent: {"200":["application/json"]}, requestContentTypes: [], errorFormat: "a2a-rest" },
   { operationId: 'cancelA2aTask', method: 'post', path: '/a2a/{a2aTargetId}/tasks/{a2aTaskId}:cancel', expressPath: "/a2a/:a2aTargetId/tasks/:a2aTaskId\\:cancel", secured: true, handlerStatuses: [200], responseContent: {"200":["application/json"]}, requestContentTypes: ["application/json"], errorFormat: "a2a-rest" },
   { operationId: 'subscribeToA2aTask', method: 'post', path: '/a2a/{a2aTargetId}/tasks/{a2aTaskId}:subscribe', expressPath: "/a2a/:a2aTargetId/tasks/:a2aTaskId\\:subscribe", secured: true, handlerStatuses: [200], responseContent: {"200":["text/event-stream"]}, requestContentTypes: [], errorFormat: "a2a-rest" },
+  { operationId: 'sendA2aV03Message', method: 'post', path: '/a2a/{a2aTargetId}/v1/message:send', expressPath: "/a2a/:a2aTargetId/v1/message\\:send", secured: true, handlerStatuses: [200], responseContent: {"200":["application/json"]}, requestContentTypes: ["application/json"], errorFormat: "a2a-v03-rest" },
+  { operationId: 'streamA2aV03Message', method: 'post', path: '/a2a/{a2aTargetId}/v1/message:stream', expressPath: "/a2a/:a2aTargetId/v1/message\\:stream", secured: true, handlerStatuses: [200], responseContent: {"200":["text/event-stream"]}, requestContentTypes: ["application/json"], errorFormat: "a2a-v03-rest" },
+  { operationId: 'subscribeToA2aV03Task', method: 'get', path: '/a2a/{a2aTargetId}/v1/tasks/{a2aTaskId}:subscribe', expressPath: "/a2a/:a2aTargetId/v1/tasks/:a2aTaskId\\:subscribe", secured: true, handlerStatuses: [200], responseContent: {"200":["text/event-stream"]}, requestContentTypes: [], errorFormat: "a2a-v03-rest" },
+  { operationId: 'resubscribeToA2aV03Task', method: 'post', path: '/a2a/{a2aTargetId}/v1/tasks/{a2aTaskId}:subscribe', expressPath: "/a2a/:a2aTargetId/v1/tasks/:a2aTaskId\\:subscribe", secured: true, handlerStatuses: [200], responseContent: {"200":["text/event-stream"]}, requestContentTypes: [], errorFormat: "a2a-v03-rest" },
+  { operationId: 'cancelA2aV03Task', method: 'post', path: '/a2a/{a2aTargetId}/v1/tasks/{a2aTaskId}:cancel', expressPath: "/a2a/:a2aTargetId/v1/tasks/:a2aTaskId\\:cancel", secured: true, handlerStatuses: [200], responseContent: {"200":["application/json"]}, requestContentTypes: ["application/json"], errorFormat: "a2a-v03-rest" },
+  { operationId: 'getA2aV03Task', method: 'get', path: '/a2a/{a2aTargetId}/v1/tasks/{a2aTaskId}', expressPath: "/a2a/:a2aTargetId/v1/tasks/:a2aTaskId", secured: true, handlerStatuses: [200], responseContent: {"200":["application/json"]}, requestContentTypes: [], errorFormat: "a2a-v03-rest" },
+  { operationId: 'listA2aV03PushConfigs', method: 'get', path: '/a2a/{a2aTargetId}/v1/tasks/{a2aTaskId}/pushNotificationConfigs', expressPath: "/a2a/:a2aTargetId/v1/tasks/:a2aTaskId/pushNotificationConfigs", secured: true, handlerStatuses: [200], responseContent: {"200":["application/json"]}, requestContentTypes: [], errorFormat: "a2a-v03-rest" },
+  { operationId: 'createA2aV03PushConfig', method: 'post', path: '/a2a/{a2aTargetId}/v1/tasks/{a2aTaskId}/pushNotificationConfigs', expressPath: "/a2a/:a2aTargetId/v1/tasks/:a2aTaskId/pushNotificationConfigs", secured: true, handlerStatuses: [200], responseContent: {"200":["application/json"]}, requestContentTypes: ["application/json"], errorFormat: "a2a-v03-rest" },
+  { operationId: 'getA2aV03PushConfig', method: 'get', path: '/a2a/{a2aTargetId}/v1/tasks/{a2aTaskId}/pushNotificationConfigs/{a2aPushConfigId}', expressPath: "/a2a/:a2aTargetId/v1/tasks/:a2aTaskId/pushNotificationConfigs/:a2aPushConfigId", secured: true, handlerStatuses: [200], responseContent: {"200":["application/json"]}, requestContentTypes: [], errorFormat: "a2a-v03-rest" },
+  { operationId: 'deleteA2aV03PushConfig', method: 'delete', path: '/a2a/{a2aTargetId}/v1/tasks/{a2aTaskId}/pushNotificationConfigs/{a2aPushConfigId}', expressPath: "/a2a/:a2aTargetId/v1/tasks/:a2aTaskId/pushNotificationConfigs/:a2aPushConfigId", secured: true, handlerStatuses: [204], responseContent: {"204":[]}, requestContentTypes: [], errorFormat: "a2a-v03-rest" },
+  { operationId: 'getA2aV03ExtendedCard', method: 'get', path: '/a2a/{a2aTargetId}/v1/card', expressPath: "/a2a/:a2aTargetId/v1/card", secured: true, handlerStatuses: [200], responseContent: {"200":["application/json"]}, requestContentTypes: [], errorFormat: "a2a-v03-rest" },
+  { operationId: 'getA2aExtendedAgentCard', method: 'get', path: '/a2a/{a2aTargetId}/extendedAgentCard', expressPath: "/a2a/:a2aTargetId/extendedAgentCard", secured: true, handlerStatuses: [200], responseContent: {"200":["application/json"]}, requestContentTypes: [], errorFormat: "a2a-rest" },
   { operationId: 'listA2aPushConfigs', method: 'get', path: '/a2a/{a2aTargetId}/tasks/{a2aTaskId}/pushNotificationConfigs', expressPath: "/a2a/:a2aTargetId/tasks/:a2aTaskId/pushNotificationConfigs", secured: true, handlerStatuses: [200], responseContent: {"200":["application/json"]}, requestContentTypes: [], errorFormat: "a2a-rest" },
   { operationId: 'createA2aPushConfig', method: 'post', path: '/a2a/{a2aTargetId}/tasks/{a2aTaskId}/pushNotificationConfigs', expressPath: "/a2a/:a2aTargetId/tasks/:a2aTaskId/pushNotificationConfigs", secured: true, handlerStatuses: [200], responseContent: {"200":["application/json"]}, requestContentTypes: ["application/json"], errorFormat: "a2a-rest" },
   { operationId: 'getA2aPushConfig', method: 'get', path: '/a2a/{a2aTargetId}/tasks/{a2aTaskId}/pushNotificationConfigs/{a2aPushConfigId}', expressPath: "/a2a/:a2aTargetId/tasks/:a2aTaskId/pushNotificationConfigs/:a2aPushConfigId", secured: true, handlerStatuses: [200], responseContent: {"200":["application/json"]}, requestContentTypes: [], errorFormat: "a2a-rest" },

@@ -101,6 +101,7 @@ describe.each(await availableEngines())('A2A (%s)', (engine) => {
           { url: `${server.url}/a2a/${agentId}`, protocolBinding: 'JSONRPC', protocolVersion: '1.0' },
           { url: `${server.url}/a2a/${agentId}`, protocolBinding: 'HTTP+JSON', protocolVersion: '1.0' },
           { url: `${server.url}/a2a/${agentId}`, protocolBinding: 'JSONRPC', protocolVersion: '0.3' },
+          { url: `${server.url}/a2a/${agentId}`, protocolBinding: 'HTTP+JSON', protocolVersion: '0.3' },
         ],
         url: `${server.url}/a2a/${agentId}`,
         preferredTransport: 'JSONRPC',
@@ -245,6 +246,35 @@ describe.each(await availableEngines())('A2A (%s)', (engine) => {
       await expect(intruder.getTask({ id: mine.id, historyLength: undefined, tenant: '' })).rejects.toThrow();
     });
 
+    it('gives the owner the extended card, which says more than the public one; another user gets what a missing agent gets', async () => {
+      const publicCard = (await (await fetch(`${server.url}/a2a/${toolAgentId}/.well-known/agent-card.json`)).json()) as { capabilities: { extendedAgentCard?: boolean }; skills: { id: string; description: string; tags: string[] }[] };
+      expect(publicCard.capabilities.extendedAgentCard).toBe(true);
+      expect(JSON.stringify(publicCard)).not.toContain('Parameters:');
+      const extended = await (await clientFor(toolAgentId, binding)).getAgentCard();
+      const lookup = extended.skills.find((skill) => skill.id === 'tool:lookup');
+      expect(lookup?.description).toContain('Parameters: q? (string).');
+      expect(extended.skills.find((skill) => skill.id === 'conversation')?.tags).toEqual(expect.arrayContaining([expect.stringMatching(/^model:/)]));
+      expect(extended.skills.map((skill) => skill.id)).toEqual(publicCard.skills.map((skill) => skill.id));
+      const teamCard = await (await clientFor(teamId, binding)).getAgentCard();
+      expect(teamCard.skills.find((skill) => skill.id === 'member:Echo')?.tags).toEqual(expect.arrayContaining(['tool:calculator']));
+      const secret = await (await clientFor(agentId, binding)).getAgentCard();
+      expect(JSON.stringify(secret)).not.toContain('SECRET-INSTRUCTIONS');
+      expect(JSON.stringify(secret)).not.toContain(user.userId);
+
+      // Another user's valid credential on this agent, and the owner's on an id that is no agent: the same answer.
+      const strangerCall = (id: string) =>
+        binding === 'JSONRPC'
+          ? fetch(`${server.url}/a2a/${id}`, { method: 'POST', headers: { Authorization: `Bearer ${stranger.apiKey}`, 'A2A-Version': '1.0', 'Content-Type': 'application/json' }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'GetExtendedAgentCard' }) })
+          : fetch(`${server.url}/a2a/${id}/extendedAgentCard`, { headers: { Authorization: `Bearer ${stranger.apiKey}`, 'A2A-Version': '1.0' } });
+      const missing = 'agt_00000000000000000000000000';
+      const [other, absent] = [await strangerCall(toolAgentId), await strangerCall(missing)];
+      expect(other.status).toBe(404);
+      expect(absent.status).toBe(other.status);
+      expect(JSON.stringify(await other.json()).replaceAll(toolAgentId, 'ID')).toBe(JSON.stringify(await absent.json()).replaceAll(missing, 'ID'));
+      const anonymous = await fetch(`${server.url}/a2a/${toolAgentId}/extendedAgentCard`, { headers: { 'A2A-Version': '1.0' } });
+      expect(anonymous.status).toBe(401);
+    });
+
     it('talks to a team as to an agent', async () => {
       const client = await clientFor(teamId, binding);
       const task = (await client.sendMessage(userMessage([text('hello team')]))) as Task;
@@ -277,11 +307,14 @@ describe.each(await availableEngines())('A2A (%s)', (engine) => {
       expect(await unauthenticated.json()).toMatchObject({ jsonrpc: '2.0', id: null, error: { code: -32600 } });
     });
 
-    it('answers the methods of capabilities the card does not declare as A2A asks', async () => {
+    it('answers push config methods and the extended card as A2A asks, in 1.0 and 0.3', async () => {
       // 1.0's push configs are offered (push.test.ts): a missing task is TaskNotFound; 0.3's are not.
       expect((await rpc({ jsonrpc: '2.0', id: 1, method: 'CreateTaskPushNotificationConfig', params: { taskId: 'run_x', url: 'https://example.com/hook' } })).body.error?.code).toBe(-32001);
-      expect((await rpc({ jsonrpc: '2.0', id: 2, method: 'GetExtendedAgentCard' })).body.error?.code).toBe(-32004);
-      expect((await rpc({ jsonrpc: '2.0', id: 3, method: 'tasks/pushNotificationConfig/set', params: {} }, {})).body.error?.code).toBe(-32003);
+      expect((await rpc({ jsonrpc: '2.0', id: 2, method: 'GetExtendedAgentCard' })).body.result).toMatchObject({ name: 'Echo', capabilities: { extendedAgentCard: true } });
+      expect((await rpc({ jsonrpc: '2.0', id: 2, method: 'agent/getAuthenticatedExtendedCard' }, {})).body.result).toMatchObject({ name: 'Echo', supportsAuthenticatedExtendedCard: true });
+      // 0.3's push configs are offered too (push.test.ts); params off 0.3's shape are invalid params.
+      expect((await rpc({ jsonrpc: '2.0', id: 3, method: 'tasks/pushNotificationConfig/set', params: {} }, {})).body.error?.code).toBe(-32602);
+      expect((await rpc({ jsonrpc: '2.0', id: 4, method: 'tasks/pushNotificationConfig/list', params: { id: 'run_x' } }, {})).body.error?.code).toBe(-32001);
     });
 
     it('refuses bytes the agent cannot read as ContentTypeNotSupported', async () => {
@@ -340,10 +373,61 @@ describe.each(await availableEngines())('A2A (%s)', (engine) => {
       expect(frames.filter((frame) => frame.result.kind === 'artifact-update').map((frame) => frame.result.artifact.parts[0]!.text).join('')).toBe('stream old');
     });
 
+    it('serves the SDK’s 0.3 HTTP+JSON client under /v1: send, stream, get, cancel, push configs and the extended card', async () => {
+      const fetchImpl: typeof fetch = (input, init) => fetch(input, { ...init, headers: { ...Object.fromEntries(new Headers(init?.headers)), Authorization: `Bearer ${user.apiKey}` } });
+      const card = await (await fetch(`${server.url}/a2a/${agentId}/.well-known/agent-card.json`)).json();
+      card.supportedInterfaces = card.supportedInterfaces.filter((item: { protocolVersion: string; protocolBinding: string }) => item.protocolVersion === '0.3' && item.protocolBinding === 'HTTP+JSON');
+      const legacy = await new ClientFactory({ transports: [new RestTransportFactory({ fetchImpl, legacyCompat: { enabled: true } })] }).createFromAgentCard(card);
+      expect(legacy.protocolVersion).toBe('0.3');
+      const task = (await legacy.sendMessage(userMessage([text('rest from the past')]))) as Task;
+      expect(task.status?.state).toBe(TaskState.TASK_STATE_COMPLETED);
+      expect(artifactText(task)).toBe('rest from the past');
+      expect((await legacy.getTask({ id: task.id, historyLength: undefined, tenant: '' })).history.map((message) => message.role)).toEqual([Role.ROLE_USER, Role.ROLE_AGENT]);
+      await expect(legacy.cancelTask({ id: task.id, tenant: '', metadata: undefined })).rejects.toBeInstanceOf(TaskNotCancelableError);
+      await expect(legacy.getTask({ id: 'run_missing', historyLength: undefined, tenant: '' })).rejects.toBeInstanceOf(TaskNotFoundError);
+      const events = await collect(legacy.sendMessageStream(userMessage([text('rest stream from the past')])));
+      expect(events[0]?.payload?.$case).toBe('task');
+      const last = events.at(-1)?.payload;
+      expect(last?.$case === 'statusUpdate' && last.value.status?.state).toBe(TaskState.TASK_STATE_COMPLETED);
+      const config = { tenant: '', id: 'past', taskId: task.id, url: 'https://example.com/past-hook', token: 'tok', authentication: { scheme: 'Bearer', credentials: 'c' } };
+      expect(await legacy.createTaskPushNotificationConfig(config)).toMatchObject({ id: 'past', taskId: task.id, url: 'https://example.com/past-hook', token: 'tok' });
+      expect(await legacy.getTaskPushNotificationConfig({ tenant: '', taskId: task.id, id: 'past' })).toMatchObject({ id: 'past', url: 'https://example.com/past-hook' });
+      expect((await legacy.listTaskPushNotificationConfig({ tenant: '', taskId: task.id, pageSize: 0, pageToken: '' })).configs.map((item) => item.id)).toEqual(['past']);
+      await legacy.deleteTaskPushNotificationConfig({ tenant: '', taskId: task.id, id: 'past' });
+      expect((await legacy.listTaskPushNotificationConfig({ tenant: '', taskId: task.id, pageSize: 0, pageToken: '' })).configs).toEqual([]);
+      expect((await legacy.getAgentCard()).skills.find((skill) => skill.id === 'conversation')?.tags).toEqual(expect.arrayContaining([expect.stringMatching(/^model:/)]));
+    });
+
+    it('speaks 0.3’s protobuf JSON on the wire under /v1, with 0.3’s error bodies', async () => {
+      const v1 = (path: string, init: RequestInit = {}) =>
+        fetch(`${server.url}/a2a/${slowAgentId}/v1${path}`, { ...init, headers: { Authorization: `Bearer ${user.apiKey}`, 'Content-Type': 'application/json', ...(init.headers as Record<string, string>) } });
+      upstream.enqueue({ hang: true });
+      const sent = await v1('/message:send', {
+        method: 'POST',
+        body: JSON.stringify({ message: { messageId: randomUUID(), role: 'ROLE_USER', content: [{ text: 'wait, old style' }, { data: { data: { note: 1 } } }] }, configuration: { blocking: false } }),
+      });
+      const { task } = (await sent.json()) as { task: { id: string; status: { state: string } } };
+      expect(task.status.state).toBe('TASK_STATE_WORKING');
+      const canceled = (await (await v1(`/tasks/${task.id}:cancel`, { method: 'POST', body: JSON.stringify({ name: `tasks/${task.id}` }) })).json()) as { status: { state: string } };
+      expect(canceled.status.state).toBe('TASK_STATE_CANCELLED');
+      const read = (await (await v1(`/tasks/${task.id}`)).json()) as { history: { role: string; content: unknown[] }[] };
+      expect(read.history[0]).toMatchObject({ role: 'ROLE_USER', content: [{ text: expect.stringContaining('wait, old style') }] });
+      const missing = await v1('/tasks/run_missing');
+      expect(missing.status).toBe(404);
+      expect(await missing.json()).toMatchObject({ code: -32001, message: expect.any(String), data: [expect.objectContaining({ reason: 'TASK_NOT_FOUND' })] });
+      const follow = await v1(`/tasks/${task.id}:subscribe`);
+      expect(follow.status).toBe(400);
+      expect(await follow.json()).toMatchObject({ code: -32004 });
+      const created = (await (await v1(`/tasks/${task.id}/pushNotificationConfigs`, { method: 'POST', body: JSON.stringify({ name: `tasks/${task.id}/pushNotificationConfigs/named`, pushNotificationConfig: { url: 'https://example.com/h', authentication: { schemes: ['Basic'], credentials: 'x' } } }) })).json()) as Record<string, unknown>;
+      expect(created).toEqual({ name: `tasks/${task.id}/pushNotificationConfigs/named`, pushNotificationConfig: { id: 'named', url: 'https://example.com/h', authentication: { schemes: ['Basic'], credentials: 'x' } } });
+      expect((await v1(`/tasks/${task.id}/pushNotificationConfigs/named`, { method: 'DELETE' })).status).toBe(204);
+      expect((await v1(`/tasks/${task.id}/pushNotificationConfigs/named`, { method: 'DELETE' })).status).toBe(204);
+    });
+
     it('serves the SDK’s 0.3 client, given a card that offers only 0.3', async () => {
       const fetchImpl: typeof fetch = (input, init) => fetch(input, { ...init, headers: { ...Object.fromEntries(new Headers(init?.headers)), Authorization: `Bearer ${user.apiKey}` } });
       const card = await (await fetch(`${server.url}/a2a/${agentId}/.well-known/agent-card.json`)).json();
-      card.supportedInterfaces = card.supportedInterfaces.filter((item: { protocolVersion: string }) => item.protocolVersion === '0.3');
+      card.supportedInterfaces = card.supportedInterfaces.filter((item: { protocolVersion: string; protocolBinding: string }) => item.protocolVersion === '0.3' && item.protocolBinding === 'JSONRPC');
       const legacy = await new ClientFactory({ transports: [new JsonRpcTransportFactory({ fetchImpl, legacyCompat: { enabled: true } })] }).createFromAgentCard(card);
       const task = (await legacy.sendMessage(userMessage([text('from the past')]))) as Task;
       expect(task.status?.state).toBe(TaskState.TASK_STATE_COMPLETED);

@@ -7,17 +7,20 @@ import { ApiError, type ErrorCode } from '../errors.ts';
 export const A2A_DOMAIN = 'a2a-protocol.org';
 const OUR_DOMAIN = 'open-agent-api';
 
-/** A2A's errors: JSON-RPC code, the catalog code that gives the HTTP status, and the gRPC status name. */
+/**
+ * A2A's errors: JSON-RPC code, the catalog code that gives the HTTP status, and the gRPC status name, as the
+ * specification's table of error code mappings (section 5.4) has them.
+ */
 export const A2A_ERRORS = {
   TaskNotFound: { rpc: -32001, code: 'not_found', grpc: 'NOT_FOUND', reason: 'TASK_NOT_FOUND' },
-  TaskNotCancelable: { rpc: -32002, code: 'invalid_request', grpc: 'FAILED_PRECONDITION', reason: 'TASK_NOT_CANCELABLE' },
-  PushNotificationNotSupported: { rpc: -32003, code: 'invalid_request', grpc: 'FAILED_PRECONDITION', reason: 'PUSH_NOTIFICATION_NOT_SUPPORTED' },
-  UnsupportedOperation: { rpc: -32004, code: 'invalid_request', grpc: 'FAILED_PRECONDITION', reason: 'UNSUPPORTED_OPERATION' },
-  ContentTypeNotSupported: { rpc: -32005, code: 'invalid_request', grpc: 'INVALID_ARGUMENT', reason: 'CONTENT_TYPE_NOT_SUPPORTED' },
-  InvalidAgentResponse: { rpc: -32006, code: 'internal_error', grpc: 'INTERNAL', reason: 'INVALID_AGENT_RESPONSE' },
+  TaskNotCancelable: { rpc: -32002, code: 'conflict', grpc: 'FAILED_PRECONDITION', reason: 'TASK_NOT_CANCELABLE' },
+  PushNotificationNotSupported: { rpc: -32003, code: 'invalid_request', grpc: 'UNIMPLEMENTED', reason: 'PUSH_NOTIFICATION_NOT_SUPPORTED' },
+  UnsupportedOperation: { rpc: -32004, code: 'invalid_request', grpc: 'UNIMPLEMENTED', reason: 'UNSUPPORTED_OPERATION' },
+  ContentTypeNotSupported: { rpc: -32005, code: 'unsupported_media_type', grpc: 'INVALID_ARGUMENT', reason: 'CONTENT_TYPE_NOT_SUPPORTED' },
+  InvalidAgentResponse: { rpc: -32006, code: 'upstream_error', grpc: 'INTERNAL', reason: 'INVALID_AGENT_RESPONSE' },
   ExtendedAgentCardNotConfigured: { rpc: -32007, code: 'invalid_request', grpc: 'FAILED_PRECONDITION', reason: 'EXTENDED_AGENT_CARD_NOT_CONFIGURED' },
   ExtensionSupportRequired: { rpc: -32008, code: 'invalid_request', grpc: 'FAILED_PRECONDITION', reason: 'EXTENSION_SUPPORT_REQUIRED' },
-  VersionNotSupported: { rpc: -32009, code: 'invalid_request', grpc: 'FAILED_PRECONDITION', reason: 'VERSION_NOT_SUPPORTED' },
+  VersionNotSupported: { rpc: -32009, code: 'invalid_request', grpc: 'UNIMPLEMENTED', reason: 'VERSION_NOT_SUPPORTED' },
 } as const satisfies Record<string, { rpc: number; code: ErrorCode; grpc: string; reason: string }>;
 
 export type A2aErrorKind = keyof typeof A2A_ERRORS;
@@ -103,7 +106,8 @@ function rpcCodeOf(error: ApiError, body: unknown): number {
   if (error.code === 'validation_error') {
     const request = (body ?? {}) as { jsonrpc?: unknown; method?: unknown };
     if (request.jsonrpc !== '2.0' || typeof request.method !== 'string') return -32600;
-    if (!(JSON_RPC_METHODS as readonly string[]).includes(request.method)) return -32601;
+    // A method this server does not know, or one of another version than the request says it speaks.
+    if (!(JSON_RPC_METHODS as readonly string[]).includes(request.method) || error.details?.some((problem) => problem.field === 'method')) return -32601;
     return -32602;
   }
   if (error.code === 'invalid_request') return -32602;
@@ -120,6 +124,20 @@ export interface JsonRpcErrorBody {
 export function jsonRpcIdOf(body: unknown): string | number | null {
   const id = (body as { id?: unknown } | undefined)?.id;
   return typeof id === 'string' || typeof id === 'number' ? id : null;
+}
+
+/**
+ * An error as A2A 0.3's HTTP+JSON binding has it: JSON-RPC's error object as the body, under the error's
+ * HTTP status; input off the contract is invalid params there, as there is no JSON-RPC envelope to blame.
+ */
+export function v03RestError(error: ApiError): { status: number; body: JsonRpcErrorBody['error'] } {
+  const code =
+    error instanceof A2aError ? A2A_ERRORS[error.kind].rpc
+    : error.code === 'invalid_json' ? -32700
+    : error.code === 'validation_error' || error.code === 'invalid_request' ? -32602
+    : error.status >= 500 ? -32603
+    : -32600;
+  return { status: error.status, body: { code, message: error.message, data: detailsOf(error) } };
 }
 
 /** An error as a JSON-RPC error response. */

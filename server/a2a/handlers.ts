@@ -4,7 +4,7 @@
 import type { components } from '../../generated/openapi.gen.ts';
 import type { SseFrame } from '../../generated/server.gen.ts';
 import type { AgentStore } from '../agents/agents.ts';
-import { ApiError } from '../errors.ts';
+import { ApiError, invalidRequest } from '../errors.ts';
 import { callerOf } from '../http/auth.ts';
 import type { Contract } from '../http/contract.ts';
 import type { ErrorFormat } from '../http/error-handler.ts';
@@ -14,12 +14,13 @@ import type { RunStore } from '../runs/store.ts';
 import type { Queryable } from '../store/db.ts';
 import type { TeamRunner } from '../teams/runner.ts';
 import type { TeamStore } from '../teams/teams.ts';
-import { agentCard, cardFacts, etagOf, matchesEtag } from './card.ts';
-import { A2aError, jsonRpcError, jsonRpcIdOf, restError } from './errors.ts';
+import { agentCard, cardFacts, etagOf, extendedAgentCard, matchesEtag, type ExtendedFacts } from './card.ts';
+import { A2aError, jsonRpcError, jsonRpcIdOf, restError, v03RestError } from './errors.ts';
 import { statusOfRun, TERMINAL_STATES } from './projection.ts';
 import type { A2aStreamResponse } from './projection.ts';
 import type { A2aPush, A2aPushConfig } from './push.ts';
-import { createA2aTasks } from './tasks.ts';
+import { createA2aTasks, type Caller } from './tasks.ts';
+import * as v03rest from './v03-rest.ts';
 import * as v03 from './v03.ts';
 
 type Schemas = components['schemas'];
@@ -40,6 +41,7 @@ export interface A2aDeps {
 export const a2aErrorFormats: Record<string, ErrorFormat> = {
   'a2a-rest': (error) => restError(error),
   'a2a-jsonrpc': (error, req) => jsonRpcError(error, jsonRpcIdOf(req.body), req.body),
+  'a2a-v03-rest': (error) => v03RestError(error),
 };
 
 /** A config that is not there: A2A has no error of its own for it, so the generic not found. */
@@ -48,13 +50,26 @@ const pushConfigNotFound = (taskId: string, id: string) => new ApiError('not_fou
 const CARD_CACHE = 'public, max-age=300, must-revalidate';
 
 /**
- * The version a request speaks, from `A2A-Version`: `1.0`, or without the header 0.3, which is answered with
- * the 1.0 methods it names (0.3 names no method of 1.0's).
+ * The version a request speaks, from `A2A-Version` (its patch number aside): `1.0`, or `0.3`, which a request
+ * without the header speaks too. Any other is VersionNotSupported.
  */
-function checkVersion(headers: Record<string, string | undefined>): void {
+function checkVersion(headers: Record<string, string | undefined>): '1.0' | '0.3' {
   const version = headers['a2a-version']?.trim();
-  if (!version || /^1(\.0)?(\.\d+)?$/.test(version) || /^0\.3(\.\d+)?$/.test(version)) return;
+  if (!version || /^0\.3(\.\d+)?$/.test(version)) return '0.3';
+  if (/^1(\.0)?(\.\d+)?$/.test(version)) return '1.0';
   throw new A2aError('VersionNotSupported', `A2A version ${version} is not supported; this agent speaks 1.0 (and 0.3).`, { version, supportedVersions: '1.0, 0.3' });
+}
+
+/**
+ * A JSON-RPC method of 0.3 (they have a `/`, 1.0's are PascalCase) in a request that says it speaks 1.0 is not
+ * a method of that version: Method not found. A 0.3 request naming a 1.0 method is answered all the same
+ * (clients that send no header are many, and the method names say which version they mean).
+ */
+function checkMethodVersion(method: string, version: '1.0' | '0.3'): void {
+  if (version !== '1.0' || !method.includes('/')) return;
+  throw new ApiError('validation_error', `${method} is a method of A2A 0.3, and this request says A2A-Version 1.0; send it without the header, or call the 1.0 method.`, {
+    details: [{ field: 'method', message: 'not a method of A2A 1.0' }],
+  });
 }
 
 export function a2aHandlers(deps: A2aDeps, contract: Pick<Contract, 'version'>) {
@@ -92,10 +107,29 @@ export function a2aHandlers(deps: A2aDeps, contract: Pick<Contract, 'version'>) 
       const task = await ownTask(userId, targetId, taskId);
       return { configs: await deps.a2aPush.list(task.id), nextPageToken: '' };
     },
+    /** Idempotent, as A2A asks: a config already gone is deleted all the same; a task that is not the caller's is not found. */
     async remove(userId: string, targetId: string, taskId: string, id: string) {
       const task = await ownTask(userId, targetId, taskId);
-      if (!(await deps.a2aPush.remove(task.id, id))) throw pushConfigNotFound(task.id, id);
+      await deps.a2aPush.remove(task.id, id);
     },
+  };
+
+  /** The extended card, for the owner: another user's agent or team is not found, as a missing one. */
+  const extendedCard = async (userId: string, targetId: string) => {
+    let facts: ExtendedFacts;
+    if (targetId.startsWith('team_')) {
+      const team = await deps.teams.get(userId, targetId);
+      facts = { kind: 'team', members: await Promise.all(team.members.map((member) => deps.agents.get(userId, member.agent_id))) };
+    } else {
+      facts = { kind: 'agent', agent: await deps.agents.get(userId, targetId) };
+    }
+    return extendedAgentCard(agentCard(await cardFacts(deps.db, targetId), deps.config.publicUrl, contract.version), facts);
+  };
+
+  /** 0.3's TaskSubscription over HTTP+JSON. */
+  const followV03 = async (caller: Caller, params: { a2aTargetId: string; a2aTaskId: string }, headers: Record<string, string | undefined>, signal: AbortSignal) => {
+    checkVersion(headers);
+    return { status: 200 as const, stream: frames(await tasks.subscribe(caller, params.a2aTargetId, params.a2aTaskId, signal), v03rest.eventOut) };
   };
 
   const frames = async function* <T>(events: AsyncIterable<A2aStreamResponse>, wrap: (event: A2aStreamResponse) => T): AsyncGenerator<SseFrame<T>> {
@@ -111,7 +145,7 @@ export function a2aHandlers(deps: A2aDeps, contract: Pick<Contract, 'version'>) 
     },
 
     async callA2aJsonRpc({ auth, body, params, headers, signal }) {
-      checkVersion(headers);
+      checkMethodVersion(body.method, checkVersion(headers));
       const caller = callerOf(auth);
       const target = params.a2aTargetId;
       const id = body.id ?? null;
@@ -155,14 +189,26 @@ export function a2aHandlers(deps: A2aDeps, contract: Pick<Contract, 'version'>) 
           return answer(v03.taskOut(await tasks.cancel(caller, target, body.params.id)));
         case 'tasks/resubscribe':
           return stream(await tasks.subscribe(caller, target, body.params.id, signal), v03.eventOut);
-        // Capabilities the card does not declare, answered as A2A asks for them.
         case 'GetExtendedAgentCard':
         case 'agent/getAuthenticatedExtendedCard':
-          await tasks.ownTarget(caller.userId, target);
-          throw new A2aError('UnsupportedOperation', 'This agent has no extended card; its public card says all there is.');
-        default:
-          await tasks.ownTarget(caller.userId, target);
-          throw new A2aError('PushNotificationNotSupported', 'Push notification configs are offered to A2A 1.0 clients (CreateTaskPushNotificationConfig and the like), not over 0.3.');
+          return answer(await extendedCard(caller.userId, target));
+        case 'tasks/pushNotificationConfig/set':
+          return answer(v03.pushConfigOut(await pushConfigs.create(caller.userId, target, body.params.taskId, v03.pushConfigIn(body.params.taskId, body.params.pushNotificationConfig))));
+        case 'tasks/pushNotificationConfig/get': {
+          const { id: taskId, pushNotificationConfigId: configId } = body.params;
+          // Without a config id, 0.3 asks for the task's config: the one named after the task, or its only one.
+          if (configId) return answer(v03.pushConfigOut(await pushConfigs.get(caller.userId, target, taskId, configId)));
+          const { configs } = await pushConfigs.list(caller.userId, target, taskId);
+          const config = configs.find((item) => item.id === taskId) ?? configs[0];
+          if (!config) throw pushConfigNotFound(taskId, taskId);
+          return answer(v03.pushConfigOut(config));
+        }
+        case 'tasks/pushNotificationConfig/list':
+          return answer((await pushConfigs.list(caller.userId, target, body.params.id)).configs.map(v03.pushConfigOut));
+        case 'tasks/pushNotificationConfig/delete':
+          if (!body.params.pushNotificationConfigId) throw invalidRequest('Name the config to delete.', 'params.pushNotificationConfigId');
+          await pushConfigs.remove(caller.userId, target, body.params.id, body.params.pushNotificationConfigId);
+          return answer(null);
       }
     },
 
@@ -194,6 +240,69 @@ export function a2aHandlers(deps: A2aDeps, contract: Pick<Contract, 'version'>) 
     async subscribeToA2aTask({ auth, params, headers, signal }) {
       checkVersion(headers);
       return { status: 200, stream: frames(await tasks.subscribe(callerOf(auth), params.a2aTargetId, params.a2aTaskId, signal), (event) => event) };
+    },
+
+    async getA2aExtendedAgentCard({ auth, params, headers }) {
+      checkVersion(headers);
+      return { status: 200, body: await extendedCard(callerOf(auth).userId, params.a2aTargetId) };
+    },
+
+    // A2A 0.3's HTTP+JSON binding: the same operations in 0.3's protobuf JSON.
+    async sendA2aV03Message({ auth, body, params, headers }) {
+      checkVersion(headers);
+      return { status: 200, body: { task: v03rest.taskOut(await tasks.send(callerOf(auth), params.a2aTargetId, v03rest.sendIn(body))) } };
+    },
+
+    async streamA2aV03Message({ auth, body, params, headers }) {
+      checkVersion(headers);
+      return { status: 200, stream: frames(await tasks.stream(callerOf(auth), params.a2aTargetId, v03rest.sendIn(body)), v03rest.eventOut) };
+    },
+
+    async getA2aV03Task({ auth, params, query, headers }) {
+      checkVersion(headers);
+      return { status: 200, body: v03rest.taskOut(await tasks.get(callerOf(auth), params.a2aTargetId, params.a2aTaskId, query.historyLength)) };
+    },
+
+    async cancelA2aV03Task({ auth, params, headers }) {
+      checkVersion(headers);
+      return { status: 200, body: v03rest.taskOut(await tasks.cancel(callerOf(auth), params.a2aTargetId, params.a2aTaskId)) };
+    },
+
+    // 0.3's a2a.proto follows a task with GET, its specification with POST: both are served alike.
+    subscribeToA2aV03Task({ auth, params, headers, signal }) {
+      return followV03(callerOf(auth), params, headers, signal);
+    },
+
+    resubscribeToA2aV03Task({ auth, params, headers, signal }) {
+      return followV03(callerOf(auth), params, headers, signal);
+    },
+
+    async createA2aV03PushConfig({ auth, body, params, headers }) {
+      checkVersion(headers);
+      const config = v03rest.pushIn(params.a2aTaskId, body);
+      return { status: 200, body: v03rest.pushOut(await pushConfigs.create(callerOf(auth).userId, params.a2aTargetId, params.a2aTaskId, config)) };
+    },
+
+    async listA2aV03PushConfigs({ auth, params, headers }) {
+      checkVersion(headers);
+      const { configs } = await pushConfigs.list(callerOf(auth).userId, params.a2aTargetId, params.a2aTaskId);
+      return { status: 200, body: { configs: configs.map(v03rest.pushOut), nextPageToken: '' } };
+    },
+
+    async getA2aV03PushConfig({ auth, params, headers }) {
+      checkVersion(headers);
+      return { status: 200, body: v03rest.pushOut(await pushConfigs.get(callerOf(auth).userId, params.a2aTargetId, params.a2aTaskId, params.a2aPushConfigId)) };
+    },
+
+    async deleteA2aV03PushConfig({ auth, params, headers }) {
+      checkVersion(headers);
+      await pushConfigs.remove(callerOf(auth).userId, params.a2aTargetId, params.a2aTaskId, params.a2aPushConfigId);
+      return { status: 204 };
+    },
+
+    async getA2aV03ExtendedCard({ auth, params, headers }) {
+      checkVersion(headers);
+      return { status: 200, body: await extendedCard(callerOf(auth).userId, params.a2aTargetId) };
     },
 
     async createA2aPushConfig({ auth, body, params, headers }) {

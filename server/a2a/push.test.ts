@@ -3,8 +3,6 @@
 // config's token and credentials, also when it fails the first delivery. A private address the allow-list
 // does not name is refused; another user's task is not found.
 import { randomUUID } from 'node:crypto';
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { Role, TaskState, type Part, type Task } from '@a2a-js/sdk';
 import { ClientFactory, JsonRpcTransportFactory, RestTransportFactory, type Client } from '@a2a-js/sdk/client';
 import { TaskNotFoundError } from '@a2a-js/sdk/errors';
@@ -13,39 +11,10 @@ import { availableEngines } from '../testing/database.ts';
 import { startFakeOpenAI, type FakeOpenAI } from '../testing/fake-openai.ts';
 import { startTestServer, type TestServer, type TestUser } from '../testing/harness.ts';
 import { unlimitedPlanEnv } from '../testing/plans.ts';
+import { startPushReceiver, type PushReceiver } from '../testing/push-receiver.ts';
 
 type Binding = 'JSONRPC' | 'HTTP+JSON';
 const BINDINGS: Binding[] = ['JSONRPC', 'HTTP+JSON'];
-
-interface Delivery {
-  path: string;
-  headers: http.IncomingHttpHeaders;
-  body: { task?: { id: string; status: { state: string } }; statusUpdate?: { taskId: string; status: { state: string } } };
-}
-
-/** A push receiver: records every request; paths in `failFirst` answer 503 to their first request. */
-async function startReceiver(failFirst: Set<string>) {
-  const deliveries: Delivery[] = [];
-  const attempts = new Map<string, number>();
-  const server = http.createServer((req, res) => {
-    let raw = '';
-    req.on('data', (chunk: Buffer) => (raw += chunk.toString('utf8')));
-    req.on('end', () => {
-      const path = req.url ?? '/';
-      const attempt = (attempts.get(path) ?? 0) + 1;
-      attempts.set(path, attempt);
-      if (failFirst.has(path) && attempt === 1) {
-        res.writeHead(503).end();
-        return;
-      }
-      deliveries.push({ path, headers: req.headers, body: JSON.parse(raw) as Delivery['body'] });
-      res.writeHead(200).end();
-    });
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  return { url, deliveries, attempts, close: () => new Promise<void>((resolve) => server.close(() => resolve())) };
-}
 
 const text = (value: string): Part => ({ content: { $case: 'text', value }, metadata: undefined, filename: '', mediaType: '' });
 
@@ -77,7 +46,7 @@ const pushConfig = (taskId: string, id: string, url: string, token = '') => ({ t
 describe.each(await availableEngines())('A2A push notifications (%s)', (engine) => {
   let server: TestServer;
   let upstream: FakeOpenAI;
-  let receiver: Awaited<ReturnType<typeof startReceiver>>;
+  let receiver: PushReceiver;
   let user: TestUser;
   let stranger: TestUser;
   let agentId: string;
@@ -86,7 +55,7 @@ describe.each(await availableEngines())('A2A push notifications (%s)', (engine) 
 
   beforeAll(async () => {
     upstream = await startFakeOpenAI({ models: ['scripted'] });
-    receiver = await startReceiver(new Set(['/flaky']));
+    receiver = await startPushReceiver(new Set(['/flaky']));
     server = await startTestServer({ engine, env: { ...unlimitedPlanEnv(), OPENAI_BASE_URL: upstream.url, OUTBOUND_ALLOW: '127.0.0.1' } });
     user = await server.signUp();
     stranger = await server.signUp();
@@ -199,6 +168,41 @@ describe.each(await availableEngines())('A2A push notifications (%s)', (engine) 
     expect(done.status?.state).toBe(TaskState.TASK_STATE_COMPLETED);
     const last = await delivered('/turns', asked.id);
     expect(last.headers['x-a2a-notification-token']).toBe('tok-turns');
+  });
+
+  it('manages and delivers push configs for A2A 0.3 clients (tasks/pushNotificationConfig/*, message/send)', async () => {
+    const fetchImpl: typeof fetch = (input, init) => fetch(input, { ...init, headers: { ...Object.fromEntries(new Headers(init?.headers)), Authorization: `Bearer ${user.apiKey}` } });
+    const card = await (await fetch(`${server.url}/a2a/${agentId}/.well-known/agent-card.json`)).json();
+    card.supportedInterfaces = card.supportedInterfaces.filter((item: { protocolVersion: string; protocolBinding: string }) => item.protocolVersion === '0.3' && item.protocolBinding === 'JSONRPC');
+    const legacy = await new ClientFactory({ transports: [new JsonRpcTransportFactory({ fetchImpl, legacyCompat: { enabled: true } })] }).createFromAgentCard(card);
+    expect(legacy.protocolVersion).toMatch(/^0\.3/);
+    const task = (await legacy.sendMessage(userMessage('old push'))) as Task;
+    const created = await legacy.createTaskPushNotificationConfig({ ...pushConfig(task.id, 'old', `${receiver.url}/old`, 'tok-old'), authentication: { scheme: 'Bearer', credentials: 'old-secret' } });
+    expect(created).toMatchObject({ id: 'old', taskId: task.id, url: `${receiver.url}/old`, token: 'tok-old', authentication: { scheme: 'Bearer', credentials: 'old-secret' } });
+    expect(await legacy.getTaskPushNotificationConfig({ tenant: '', taskId: task.id, id: 'old' })).toMatchObject({ id: 'old', url: `${receiver.url}/old` });
+    expect((await legacy.listTaskPushNotificationConfig({ tenant: '', taskId: task.id, pageSize: 0, pageToken: '' })).configs.map((config) => config.id)).toEqual(['old']);
+    await legacy.deleteTaskPushNotificationConfig({ tenant: '', taskId: task.id, id: 'old' });
+    expect((await legacy.listTaskPushNotificationConfig({ tenant: '', taskId: task.id, pageSize: 0, pageToken: '' })).configs).toEqual([]);
+
+    // Raw 0.3: a config set without an id takes the task's, and `get` without a config id finds it.
+    const raw = async (method: string, params: unknown) =>
+      (await (await fetchImpl(`${server.url}/a2a/${agentId}`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }) })).json()) as { result?: unknown; error?: { code: number } };
+    const set = await raw('tasks/pushNotificationConfig/set', { taskId: task.id, pushNotificationConfig: { url: `${receiver.url}/old2` } });
+    expect(set.result).toEqual({ taskId: task.id, pushNotificationConfig: { id: task.id, url: `${receiver.url}/old2` } });
+    expect((await raw('tasks/pushNotificationConfig/get', { id: task.id })).result).toEqual(set.result);
+    expect(await raw('tasks/pushNotificationConfig/delete', { id: task.id, pushNotificationConfigId: task.id })).toMatchObject({ result: null });
+    expect((await raw('tasks/pushNotificationConfig/get', { id: task.id })).error?.code).toBeLessThan(0);
+
+    // message/send with a push config: the finished task is posted with its token and credentials.
+    const sent = await raw('message/send', {
+      message: { kind: 'message', messageId: randomUUID(), role: 'user', parts: [{ kind: 'text', text: 'notify the past' }] },
+      configuration: { pushNotificationConfig: { url: `${receiver.url}/old-hook`, token: 'tok-past', authentication: { schemes: ['Bearer'], credentials: 'past-secret' } } },
+    });
+    const sentTask = sent.result as { id: string; status: { state: string } };
+    expect(sentTask.status.state).toBe('completed');
+    const delivery = await delivered('/old-hook', sentTask.id);
+    expect(delivery.headers['x-a2a-notification-token']).toBe('tok-past');
+    expect(delivery.headers.authorization).toBe('Bearer past-secret');
   });
 
   it('refuses a private receiver the allow-list does not name', async () => {

@@ -5,6 +5,7 @@
 // differ: 0.3 requests are translated to 1.0 on the way in and answers back on the way out.
 import type { components } from '../../generated/openapi.gen.ts';
 import type { A2aMessage, A2aPart, A2aStreamResponse, A2aTask, A2aTaskState } from './projection.ts';
+import type { A2aPushConfig } from './push.ts';
 import type { A2aSendMessageRequest } from './tasks.ts';
 
 type Schemas = components['schemas'];
@@ -13,6 +14,8 @@ export type V03Part = Schemas['A2aV03Part'];
 export type V03Task = Schemas['A2aV03Task'];
 export type V03Event = Schemas['A2aV03Event'];
 export type V03SendParams = Schemas['A2aV03MessageSendParams'];
+export type V03PushConfig = Schemas['A2aV03PushConfig'];
+export type V03TaskPushConfig = Schemas['A2aV03TaskPushConfig'];
 
 const STATE: Record<A2aTaskState, V03Task['status']['state']> = {
   TASK_STATE_UNSPECIFIED: 'unknown',
@@ -28,6 +31,9 @@ const STATE: Record<A2aTaskState, V03Task['status']['state']> = {
 
 /** The states after which a 0.3 stream ends: terminal ones and those that wait for the client. */
 const FINAL: readonly V03Task['status']['state'][] = ['completed', 'failed', 'canceled', 'rejected', 'input-required', 'auth-required'];
+
+/** Whether a 0.3 stream ends at this state (its status update is `final`). */
+export const isFinalState = (state: A2aTaskState): boolean => FINAL.includes(STATE[state]);
 
 function partIn(part: V03Part): A2aPart {
   const metadata = part.metadata ? { metadata: part.metadata } : {};
@@ -87,6 +93,7 @@ export function sendParamsIn(params: V03SendParams): A2aSendMessageRequest {
             ...(configuration.blocking === false ? { returnImmediately: true } : {}),
             ...(configuration.historyLength !== undefined ? { historyLength: configuration.historyLength } : {}),
             ...(configuration.acceptedOutputModes ? { acceptedOutputModes: configuration.acceptedOutputModes } : {}),
+            ...(configuration.pushNotificationConfig ? { taskPushNotificationConfig: pushConfigIn('', configuration.pushNotificationConfig) } : {}),
           },
         }
       : {}),
@@ -114,7 +121,7 @@ export function eventOut(event: A2aStreamResponse): V03Event {
   if (event.message) return messageOut(event.message);
   if (event.statusUpdate) {
     const status = statusOut(event.statusUpdate.status);
-    return { kind: 'status-update', taskId: event.statusUpdate.taskId, contextId: event.statusUpdate.contextId, status, final: FINAL.includes(status.state) };
+    return { kind: 'status-update', taskId: event.statusUpdate.taskId, contextId: event.statusUpdate.contextId, status, final: isFinalState(event.statusUpdate.status.state) };
   }
   const update = event.artifactUpdate!;
   return {
@@ -124,5 +131,33 @@ export function eventOut(event: A2aStreamResponse): V03Event {
     artifact: { artifactId: update.artifact.artifactId, ...(update.artifact.name ? { name: update.artifact.name } : {}), parts: update.artifact.parts.map(partOut) },
     ...(update.append !== undefined ? { append: update.append } : {}),
     ...(update.lastChunk !== undefined ? { lastChunk: update.lastChunk } : {}),
+  };
+}
+
+/**
+ * A 0.3 push config as 1.0's: 0.3 names several authentication schemes where 1.0 takes one (the first is
+ * used), and a config set without an id takes the task's id, as 0.3's servers have it.
+ */
+export function pushConfigIn(taskId: string, config: V03PushConfig): A2aPushConfig {
+  const scheme = config.authentication?.schemes[0];
+  return {
+    taskId,
+    id: config.id || taskId,
+    url: config.url,
+    ...(config.token ? { token: config.token } : {}),
+    ...(scheme ? { authentication: { scheme, ...(config.authentication?.credentials ? { credentials: config.authentication.credentials } : {}) } } : {}),
+  };
+}
+
+export function pushConfigOut(config: A2aPushConfig): V03TaskPushConfig {
+  const authentication = config.authentication;
+  return {
+    taskId: config.taskId ?? '',
+    pushNotificationConfig: {
+      ...(config.id ? { id: config.id } : {}),
+      url: config.url,
+      ...(config.token ? { token: config.token } : {}),
+      ...(authentication ? { authentication: { schemes: [authentication.scheme], ...(authentication.credentials ? { credentials: authentication.credentials } : {}) } } : {}),
+    },
   };
 }

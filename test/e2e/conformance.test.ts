@@ -54,13 +54,48 @@ describe('the conformance kit against our server', () => {
     expect(report.summary.operations).toBe(loadContract().operations.length);
     // Only what this server's configuration turns off may be skipped: billing without Stripe, and metrics.
     const skipped = report.operations.filter((operation) => operation.verdict === 'skipped').map((operation) => operation.operationId);
-    // The kit has no A2A checks yet (issue #16 keeps them open): the A2A operations, and only they, are
-    // exercised by server/a2a/*.test.ts with the official SDK instead. A2A checks in the kit remove this line.
-    const notYetInTheKit = loadContract().operations.filter((operation) => operation.path.startsWith('/a2a/')).map((operation) => operation.operationId);
-    expect(notYetInTheKit.length).toBeGreaterThan(0);
-    expect(skipped.filter((id) => !['createCheckoutSession', 'createPortalSession', 'getMetrics'].includes(id))).toEqual(notYetInTheKit);
+    expect(skipped.filter((id) => !['createCheckoutSession', 'createPortalSession', 'getMetrics'].includes(id))).toEqual([]);
+    // The A2A operations are checked by the kit like every other, none passing for want of a request.
+    const a2a = report.operations.filter((operation) => operation.path.startsWith('/a2a/'));
+    expect(a2a.length).toBeGreaterThan(10);
+    expect(a2a.filter((operation) => operation.verdict !== 'pass' || operation.requests === 0)).toEqual([]);
     expect(report.model).toBe('local');
     expect(report.ok).toBe(true);
+  });
+
+  it('notices an A2A surface off the specification: a card without ETag, a wrong status, a wrong JSON-RPC code', async () => {
+    // A proxy in front of the server that breaks three A2A answers and passes everything else through.
+    const proxy = createServer((req, res) => {
+      const chunks: Buffer[] = [];
+      req.on('data', (chunk: Buffer) => chunks.push(chunk));
+      req.on('end', async () => {
+        const headers = Object.fromEntries(Object.entries(req.headers).filter(([name]) => !['host', 'content-length', 'connection'].includes(name))) as Record<string, string>;
+        const upstream = await fetch(`${server.url}${req.url}`, { method: req.method, headers, ...(chunks.length ? { body: Buffer.concat(chunks) } : {}) });
+        let body = await upstream.text();
+        let status = upstream.status;
+        const out = Object.fromEntries([...upstream.headers].filter(([name]) => !['content-length', 'content-encoding', 'transfer-encoding', 'connection'].includes(name)));
+        if (req.url?.endsWith('/.well-known/agent-card.json')) delete out.etag;
+        if (/\/tasks\/[^/]+:cancel$/.test(req.url ?? '') && status === 409) status = 400;
+        if (/^\/a2a\/[^/]+$/.test(req.url ?? '')) body = body.replaceAll('"code":-32001', '"code":-32000');
+        res.writeHead(status, out).end(body);
+      });
+    });
+    await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve));
+    try {
+      const only = ['getA2aAgentCard', 'cancelA2aTask', 'callA2aJsonRpc', 'getA2aTask', 'listA2aTasks'];
+      const report = await runConformance({ baseUrl: `http://127.0.0.1:${(proxy.address() as AddressInfo).port}`, apiKey: keys[0], apiKey2: keys[1], only });
+      const byId = Object.fromEntries(report.operations.map((operation) => [operation.operationId, operation]));
+      expect(byId.getA2aAgentCard?.verdict).toBe('fail');
+      expect(byId.getA2aAgentCard?.reasons.join('\n')).toMatch(/without an ETag/);
+      expect(byId.cancelA2aTask?.verdict).toBe('fail');
+      expect(byId.cancelA2aTask?.reasons.join('\n')).toMatch(/answered 400.*expected 409/);
+      expect(byId.callA2aJsonRpc?.verdict).toBe('fail');
+      expect(byId.callA2aJsonRpc?.reasons.join('\n')).toMatch(/not -32001 TASK_NOT_FOUND/);
+      expect([byId.getA2aTask?.verdict, byId.listA2aTasks?.verdict]).toEqual(['pass', 'pass']);
+      expect(report.ok).toBe(false);
+    } finally {
+      await new Promise<void>((resolve) => proxy.close(() => resolve()));
+    }
   });
 
   it('runs from the command line and exits 0 with the summary line', async () => {
