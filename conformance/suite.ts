@@ -10,6 +10,7 @@ import { agentChecks } from './checks/agents.ts';
 import { authChecks } from './checks/auth.ts';
 import { generalChecks } from './checks/general.ts';
 import { knowledgeChecks } from './checks/knowledge.ts';
+import { mcpChecks } from './checks/mcp.ts';
 import { modelChecks } from './checks/models.ts';
 import { ownershipChecks } from './checks/ownership.ts';
 import { protocolChecks } from './checks/protocols.ts';
@@ -46,6 +47,7 @@ const checks: readonly Check[] = [
   ...teamChecks,
   ...knowledgeChecks,
   ...responseChecks,
+  ...mcpChecks,
   ...ownershipChecks,
 ];
 

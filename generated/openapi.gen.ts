@@ -1619,6 +1619,94 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/mcp": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Open a stream of server messages (not offered)
+         * @description Streamable HTTP lets a client open a stream for messages the server sends outside any request.
+         *     This server keeps no sessions, so it has none to send: it answers 405 with `Allow: POST`, as the
+         *     transport asks of such a server.
+         */
+        get: operations["openMcpStream"];
+        put?: never;
+        /**
+         * Send a message to this server's MCP endpoint (Streamable HTTP)
+         * @description This server as an MCP server, over the Streamable HTTP transport: the body is one JSON-RPC message
+         *     (a request, a notification, or a response to a request of the server's). Requests of the 2026-07-28
+         *     revision carry their protocol version in `_meta` and need no session; clients of the 2025 revisions
+         *     (`initialize` first) are served without sessions too. The tools are the caller's own: one per agent
+         *     (`agent_<id>`) and per team (`team_<id>`) taking a message and an optional session id and answering
+         *     the reply with the run and session ids, `knowledge_search`, `list_agents` and `get_run`. Every tool
+         *     call is authorized, rate limited and held to the plan's quotas as the REST operation it mirrors.
+         *
+         *     A request is answered `200` with its JSON-RPC response, as JSON or as a stream of messages ending
+         *     with the response; a notification or a response is answered `202`. Errors are JSON-RPC error
+         *     responses: -32700 for a body that is not JSON, -32600 for one that is not a JSON-RPC message,
+         *     -32000 with the transport's status (406 without `Accept: application/json, text/event-stream`, 405,
+         *     413, 415, 401, 429). Without a credential, or with a bad one, the answer is 401 with
+         *     `WWW-Authenticate: Bearer resource_metadata="<server>/.well-known/oauth-protected-resource/mcp"`.
+         *     A browser `Origin` other than this server's (or `CORS_ORIGINS`) is refused with 403.
+         */
+        post: operations["sendMcpMessage"];
+        /**
+         * End an MCP session (not offered)
+         * @description Streamable HTTP lets a client end its session. This server keeps no sessions, so there is none to
+         *     end: it answers 405 with `Allow: POST`, as the transport asks of such a server.
+         */
+        delete: operations["deleteMcpSession"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/.well-known/oauth-protected-resource": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * This server's protected resource metadata (RFC 9728)
+         * @description The OAuth 2.0 Protected Resource Metadata of the MCP endpoint, which MCP clients read after a 401:
+         *     the resource (`<server>/mcp`), the authorization server that issues its credentials (this server),
+         *     and how to send them (the `Authorization` header). Served without a credential.
+         */
+        get: operations["getProtectedResourceMetadata"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/.well-known/oauth-protected-resource/mcp": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The MCP endpoint's protected resource metadata (RFC 9728)
+         * @description The same metadata at the address RFC 9728 derives from the resource `<server>/mcp`, the one the
+         *     MCP endpoint's `WWW-Authenticate` challenge names. Served without a credential.
+         */
+        get: operations["getMcpProtectedResourceMetadata"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -4119,6 +4207,56 @@ export interface components {
             method: "GetExtendedAgentCard" | "tasks/pushNotificationConfig/set" | "tasks/pushNotificationConfig/get" | "tasks/pushNotificationConfig/list" | "tasks/pushNotificationConfig/delete" | "agent/getAuthenticatedExtendedCard";
             params?: components["schemas"]["A2aStruct"];
         };
+        /** @description One JSON-RPC message, or for 2025-03-26 clients a batch of them. */
+        McpRequestBody: components["schemas"]["McpJsonRpcMessage"] | components["schemas"]["McpJsonRpcMessage"][];
+        /**
+         * @description A JSON-RPC 2.0 message as MCP uses it: a request (`id`, `method`, `params`), a notification
+         *     (`method` without `id`), or a response (`id` with `result` or `error`).
+         */
+        McpJsonRpcMessage: components["schemas"]["McpJsonRpcRequest"] | components["schemas"]["McpJsonRpcResult"] | components["schemas"]["McpJsonRpcErrorResponse"];
+        /** @description A request (with `id`) or a notification (without). */
+        McpJsonRpcRequest: {
+            /** @constant */
+            jsonrpc: "2.0";
+            id?: string | number;
+            method: string;
+            params?: Record<string, never>;
+        };
+        /** @description A successful response. */
+        McpJsonRpcResult: {
+            /** @constant */
+            jsonrpc: "2.0";
+            id: string | number;
+            result: Record<string, never>;
+        };
+        /** @description A request's id; null only in an error answering a message whose id could not be read. */
+        McpJsonRpcId: string | number | null;
+        McpJsonRpcErrorObject: {
+            code: number;
+            message: string;
+            data?: unknown;
+        };
+        /** @description A JSON-RPC error response. */
+        McpJsonRpcErrorResponse: {
+            /** @constant */
+            jsonrpc: "2.0";
+            id: components["schemas"]["McpJsonRpcId"];
+            error: components["schemas"]["McpJsonRpcErrorObject"];
+        };
+        /** @description OAuth 2.0 Protected Resource Metadata (RFC 9728). */
+        ProtectedResourceMetadata: {
+            /**
+             * Format: uri
+             * @description The protected resource, this server's MCP endpoint.
+             */
+            resource: string;
+            /** @description Who issues its credentials: this server, which issues API keys and session tokens. */
+            authorization_servers: string[];
+            bearer_methods_supported: ("header" | "body" | "query")[];
+            resource_name?: string;
+            /** Format: uri */
+            resource_documentation?: string;
+        };
         A2aJsonRpcError: {
             code: number;
             message: string;
@@ -4327,6 +4465,63 @@ export interface components {
         };
     };
     responses: {
+        /** @description A JSON-RPC error response; `error.data` names our error code and the request id. */
+        McpJsonRpcError: {
+            headers: {
+                "X-Request-Id": components["headers"]["XRequestId"];
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "jsonrpc": "2.0",
+                 *       "id": null,
+                 *       "error": {
+                 *         "code": -32600,
+                 *         "message": "The request does not match the contract.",
+                 *         "data": {
+                 *           "code": "validation_error",
+                 *           "request_id": "req_0123456789abcdef"
+                 *         }
+                 *       }
+                 *     }
+                 */
+                "application/json": components["schemas"]["McpJsonRpcErrorResponse"];
+            };
+        };
+        /** @description No credential, or a bad one; the challenge names the protected resource metadata. */
+        McpUnauthorized: {
+            headers: {
+                "X-Request-Id": components["headers"]["XRequestId"];
+                /** @description `Bearer resource_metadata="<server>/.well-known/oauth-protected-resource/mcp"`, with `error="invalid_token"` when a credential was sent. */
+                "WWW-Authenticate"?: string;
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["McpJsonRpcErrorResponse"];
+            };
+        };
+        /** @description This server keeps no sessions; only POST is served. */
+        McpMethodNotAllowed: {
+            headers: {
+                "X-Request-Id": components["headers"]["XRequestId"];
+                /** @description `POST` */
+                Allow?: string;
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["McpJsonRpcErrorResponse"];
+            };
+        };
+        /** @description The metadata. */
+        ProtectedResourceMetadata: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ProtectedResourceMetadata"];
+            };
+        };
         /** @description The request is not valid; `details` lists what is wrong and where. */
         BadRequest: {
             headers: {
@@ -4687,6 +4882,10 @@ export interface components {
         };
     };
     parameters: {
+        /** @description The MCP revision the client speaks, e.g. `2025-11-25` or `2026-07-28`. */
+        McpProtocolVersion: string;
+        /** @description A session id from an earlier answer. This server issues none; a stale one from another server is ignored. */
+        McpSessionId: string;
         /** @description How many items a page holds. */
         Limit: number;
         /** @description The `next_cursor` of the previous page; the page starts after it. */
@@ -8133,6 +8332,125 @@ export interface operations {
             401: components["responses"]["A2aRestError"];
             404: components["responses"]["A2aRestError"];
             default: components["responses"]["A2aRestError"];
+        };
+    };
+    openMcpStream: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The MCP revision the client speaks, e.g. `2025-11-25` or `2026-07-28`. */
+                "MCP-Protocol-Version"?: components["parameters"]["McpProtocolVersion"];
+                /** @description A session id from an earlier answer. This server issues none; a stale one from another server is ignored. */
+                "Mcp-Session-Id"?: components["parameters"]["McpSessionId"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            401: components["responses"]["McpUnauthorized"];
+            405: components["responses"]["McpMethodNotAllowed"];
+            default: components["responses"]["McpJsonRpcError"];
+        };
+    };
+    sendMcpMessage: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The MCP revision the client speaks, e.g. `2025-11-25` or `2026-07-28`. */
+                "MCP-Protocol-Version"?: components["parameters"]["McpProtocolVersion"];
+                /** @description A session id from an earlier answer. This server issues none; a stale one from another server is ignored. */
+                "Mcp-Session-Id"?: components["parameters"]["McpSessionId"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "jsonrpc": "2.0",
+                 *       "id": 1,
+                 *       "method": "tools/list",
+                 *       "params": {}
+                 *     }
+                 */
+                "application/json": components["schemas"]["McpRequestBody"];
+            };
+        };
+        responses: {
+            /** @description The JSON-RPC response to the request, or a stream of messages that ends with it. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["McpJsonRpcMessage"];
+                    "text/event-stream": components["schemas"]["McpJsonRpcMessage"];
+                };
+            };
+            /** @description The notification or response was accepted. */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["McpJsonRpcError"];
+            401: components["responses"]["McpUnauthorized"];
+            403: components["responses"]["McpJsonRpcError"];
+            406: components["responses"]["McpJsonRpcError"];
+            413: components["responses"]["McpJsonRpcError"];
+            415: components["responses"]["McpJsonRpcError"];
+            429: components["responses"]["McpJsonRpcError"];
+            default: components["responses"]["McpJsonRpcError"];
+        };
+    };
+    deleteMcpSession: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The MCP revision the client speaks, e.g. `2025-11-25` or `2026-07-28`. */
+                "MCP-Protocol-Version"?: components["parameters"]["McpProtocolVersion"];
+                /** @description A session id from an earlier answer. This server issues none; a stale one from another server is ignored. */
+                "Mcp-Session-Id"?: components["parameters"]["McpSessionId"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            401: components["responses"]["McpUnauthorized"];
+            405: components["responses"]["McpMethodNotAllowed"];
+            default: components["responses"]["McpJsonRpcError"];
+        };
+    };
+    getProtectedResourceMetadata: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: components["responses"]["ProtectedResourceMetadata"];
+            400: components["responses"]["BadRequest"];
+            default: components["responses"]["Error"];
+        };
+    };
+    getMcpProtectedResourceMetadata: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: components["responses"]["ProtectedResourceMetadata"];
+            400: components["responses"]["BadRequest"];
+            default: components["responses"]["Error"];
         };
     };
 }

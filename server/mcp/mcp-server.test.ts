@@ -55,6 +55,62 @@ describe.each(await availableEngines())('the /mcp endpoint on %s', (engine) => {
     }
   });
 
+  it('validates requests against the contract before the SDK sees them, and answers every error as JSON-RPC', async () => {
+    const mcp = (init: { method?: string; headers?: Record<string, string>; body?: string }) =>
+      fetch(`${server.url}/mcp`, {
+        method: init.method ?? 'POST',
+        headers: { Authorization: `Bearer ${owner.apiKey}`, 'Content-Type': 'application/json', Accept: 'application/json, text/event-stream', ...init.headers },
+        ...(init.body !== undefined ? { body: init.body } : {}),
+      });
+    type RpcError = { jsonrpc: string; id: unknown; error: { code: number; message: string; data?: { code?: string; request_id?: string; details?: { field?: string }[] } } };
+
+    // Not JSON: a parse error. Not a JSON-RPC message: an invalid request, with the id when it can be read,
+    // and our request id and the offending field, which only the contract's validation adds.
+    const garbled = await mcp({ body: '{"jsonrpc": ' });
+    expect(garbled.status).toBe(400);
+    expect((await garbled.json()) as RpcError).toMatchObject({ jsonrpc: '2.0', id: null, error: { code: -32700, data: { code: 'invalid_json' } } });
+    for (const body of [{ jsonrpc: '2.0', id: 7 }, { jsonrpc: '1.0', id: 7, method: 'ping' }, { jsonrpc: '2.0', id: 7, method: 'ping', params: 'nope' }]) {
+      const invalid = await mcp({ body: JSON.stringify(body) });
+      expect(invalid.status).toBe(400);
+      const answer = (await invalid.json()) as RpcError;
+      expect(answer).toMatchObject({ jsonrpc: '2.0', id: 7, error: { code: -32600, data: { code: 'validation_error' } } });
+      expect(answer.error.data?.request_id).toBe(invalid.headers.get('x-request-id'));
+    }
+    const empty = await mcp({ body: '[]' });
+    expect(empty.status).toBe(400);
+    expect(((await empty.json()) as RpcError).error.code).toBe(-32600);
+
+    // What the SDK's transport answers itself passes through: GET and DELETE on a server without sessions,
+    // and a client that does not accept both JSON and event streams.
+    for (const method of ['GET', 'DELETE']) {
+      const refused = await mcp({ method, headers: { Accept: 'text/event-stream' } });
+      expect(refused.status).toBe(405);
+      expect(refused.headers.get('allow')).toBe('POST');
+      expect((await refused.json()) as RpcError).toMatchObject({ jsonrpc: '2.0', id: null, error: { code: -32000 } });
+    }
+    const picky = await mcp({ headers: { Accept: 'application/json' }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'ping' }) });
+    expect(picky.status).toBe(406);
+    expect(((await picky.json()) as RpcError).error.code).toBe(-32000);
+
+    // A notification is accepted without a body; a request is answered with its response.
+    const notified = await mcp({ body: JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' }) });
+    expect(notified.status).toBe(202);
+    const pinged = await mcp({
+      headers: { 'MCP-Protocol-Version': '2025-11-25' },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 'p1', method: 'ping' }),
+    });
+    expect(pinged.status).toBe(200);
+    expect(await pinged.text()).toContain('"id":"p1"');
+
+    // A page elsewhere is refused, in JSON-RPC terms; so is a request without a credential.
+    const foreign = await mcp({ headers: { Origin: 'https://evil.example' }, body: JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'ping' }) });
+    expect(foreign.status).toBe(403);
+    expect((await foreign.json()) as RpcError).toMatchObject({ id: 2, error: { code: -32000, data: { code: 'forbidden' } } });
+    const anonymous = await fetch(`${server.url}/mcp`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ jsonrpc: '2.0', id: 3, method: 'ping' }) });
+    expect(anonymous.status).toBe(401);
+    expect((await anonymous.json()) as RpcError).toMatchObject({ jsonrpc: '2.0', error: { code: -32000, data: { code: 'unauthorized' } } });
+  });
+
   it("offers the caller's agents and teams as tools, in a stable order, and never another user's", async () => {
     const first = await agent(owner, 'Alpha');
     const second = await agent(owner, 'Beta');
