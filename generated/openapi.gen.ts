@@ -1147,7 +1147,10 @@ export interface paths {
          *     included, before it. Request-declared function `tools` are client-side: the response ends with
          *     `function_call` items and status `completed`; send their `function_call_output` items with
          *     `previous_response_id` to go on. Tools an agent runs on the server appear as `mcp_call` items with
-         *     `server_label` `open-agent-api`. Streams when `stream` is true: `event:`/`data:` pairs whose
+         *     `server_label` `open-agent-api`; one whose approval policy asks ends the response (`completed`)
+         *     with an `mcp_approval_request` item instead, and a response with `previous_response_id` and an
+         *     `mcp_approval_response` item (`approve`, `reason`) per request runs it, or tells the model it was
+         *     denied, and goes on. Streams when `stream` is true: `event:`/`data:` pairs whose
          *     `event` is the `type`, `sequence_number` from 0, then `data: [DONE]`. With `background: true` the
          *     answer is immediate (`queued` or `in_progress`) and the run goes on; retrieve it, or stream it with
          *     `GET /v1/responses/{responseId}?stream=true`. Fields this server cannot honour are refused with 400
@@ -3647,12 +3650,13 @@ export interface components {
         ResponseIncludable: "message.input_image.image_url" | "reasoning.encrypted_content" | "web_search_call.results" | "web_search_call.action.sources" | "file_search_call.results" | "code_interpreter_call.outputs" | "computer_call_output.output.image_url" | "message.output_text.logprobs";
         /**
          * @description An input item: a message (`role`, `content`; `type` may be left out), a `function_call`, a
-         *     `function_call_output`, an `mcp_call` this server answered earlier, or an `item_reference` to an
-         *     item of an earlier response or of the conversation.
+         *     `function_call_output`, an `mcp_call` this server answered earlier, an `mcp_approval_response`
+         *     answering an `mcp_approval_request` of the previous responses (`approval_request_id`, `approve`,
+         *     `reason`), or an `item_reference` to an item of an earlier response or of the conversation.
          */
         ResponseInputItem: {
             /** @enum {string} */
-            type?: "message" | "function_call" | "function_call_output" | "mcp_call" | "item_reference";
+            type?: "message" | "function_call" | "function_call_output" | "mcp_call" | "mcp_approval_response" | "item_reference";
             id?: string | null;
             /** @enum {string} */
             role?: "user" | "assistant" | "system" | "developer";
@@ -3666,6 +3670,9 @@ export interface components {
             output?: string | null | components["schemas"]["ResponseContentPart"][];
             server_label?: string;
             error?: string | null;
+            approval_request_id?: string;
+            approve?: boolean;
+            reason?: string | null;
         };
         /** @description A piece of a message's content. */
         ResponseContentPart: {
@@ -3774,8 +3781,37 @@ export interface components {
             /** @enum {string} */
             status: "in_progress" | "completed" | "incomplete" | "calling" | "failed";
         };
+        /**
+         * @description A tool the agent runs on this server asks to be approved first (its policy is `always_ask`, or its
+         *     `ask_if` condition matched): the response ends `completed` with this item, and the tool has not
+         *     run. Answer it with an `mcp_approval_response` in the input of a response that names this one as
+         *     `previous_response_id` (or in the same conversation).
+         */
+        ResponseMcpApprovalRequestItem: {
+            id: string;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "mcp_approval_request";
+            server_label: string;
+            name: string;
+            arguments: string;
+        };
+        /** @description The client's answer to an `mcp_approval_request`; a denied call never runs, and the model reads the denial and its reason. */
+        ResponseMcpApprovalResponseItem: {
+            id: string;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "mcp_approval_response";
+            approval_request_id: string;
+            approve: boolean;
+            reason: string | null;
+        };
         /** @description An item of a response's input or output, or of a conversation. */
-        ResponseItem: components["schemas"]["ResponseMessageItem"] | components["schemas"]["ResponseFunctionCallItem"] | components["schemas"]["ResponseFunctionCallOutputItem"] | components["schemas"]["ResponseServerToolCallItem"];
+        ResponseItem: components["schemas"]["ResponseMessageItem"] | components["schemas"]["ResponseFunctionCallItem"] | components["schemas"]["ResponseFunctionCallOutputItem"] | components["schemas"]["ResponseServerToolCallItem"] | components["schemas"]["ResponseMcpApprovalRequestItem"] | components["schemas"]["ResponseMcpApprovalResponseItem"];
         ResponseError: {
             code: string;
             message: string;
