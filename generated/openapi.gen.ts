@@ -545,7 +545,10 @@ export interface paths {
          *     completed with the whole text, the message completed; each tool the agent ran itself as a
          *     `plugin_call` message and its result as a `plugin_call_output` message (role `tool`, the same
          *     `call_id`); a client-side tool the client must run as a `function_call` message, answered by a
-         *     `function_call_output` in the next request's `input`; finally the response completed, whose `output`
+         *     `function_call_output` in the next request's `input`; a server-side tool waiting for approval as an
+         *     `mcp_approval_request` message (data `{id, name, arguments, server_label}`), answered by an
+         *     `mcp_approval_response` message (data `{approval_request_id, approve, reason}`) in the next request
+         *     of the same session, which continues the same run; finally the response completed, whose `output`
          *     holds the very completed message objects that were streamed, and `usage`. A failure ends the stream
          *     with a response whose status is `failed` and whose `error` says why. With `stream: false` the final
          *     response object comes back as JSON. `session_id` continues a stored session. Input content may be

@@ -199,6 +199,60 @@ describe.each(await availableEngines())('agents with MCP servers on %s', (engine
     expect(body.output.find((message) => message.type === 'mcp_call_output')?.content[0]?.data?.output).toContain('count is');
   });
 
+  it('asks on /process with an mcp_approval_request, and an mcp_approval_response goes on with the same run', async () => {
+    type Message = { id: string; type: string; role: string | null; content: { type: string; data?: Record<string, unknown> }[] | null };
+    type Answer = { status: string; session_id: string; output: Message[] };
+    const agent = await createAgent({ mcp_servers: [{ name: 'counter', url: `${mcp.url}/counter` }] });
+    const process = async (body: Record<string, unknown>) => {
+      const response = await fetch(`${server.url}/v1/agents/${agent.id}/process`, {
+        method: 'POST',
+        headers: { Authorization: `Bearer ${user.apiKey}`, 'Content-Type': 'application/json' },
+        body: JSON.stringify({ stream: false, ...body }),
+      });
+      return { status: response.status, body: (await response.json()) as Answer };
+    };
+    const ask = { role: 'user', type: 'message', content: [{ type: 'text', text: 'counter__increment now' }] };
+    const answer = (request: Message, approve: boolean, reason?: string) => ({
+      role: 'user',
+      type: 'mcp_approval_response',
+      content: [{ type: 'data', data: { approval_request_id: request.content![0]!.data!.id, approve, ...(reason ? { reason } : {}) } }],
+    });
+
+    for (const [approve, session] of [
+      [true, 'as-approve'],
+      [false, 'as-deny'],
+    ] as const) {
+      const before = mcp.count();
+      const halted = await process({ input: [ask], session_id: session });
+      expect(halted.status).toBe(200);
+      expect(halted.body.status).toBe('completed');
+      const request = halted.body.output.find((message) => message.type === 'mcp_approval_request')!;
+      // The runtime's McpApprovalRequest: id, arguments, name, server_label.
+      expect(request).toMatchObject({ role: 'assistant', content: [{ type: 'data', data: { id: expect.any(String), name: 'counter__increment', arguments: expect.any(String), server_label: 'counter' } }] });
+      expect(mcp.count()).toBe(before);
+      const run = await server.services.db.query<{ id: string; status: string }>("SELECT id, status FROM runs WHERE session_id = (SELECT id FROM sessions WHERE external_id = $1)", [session]);
+      expect(run).toEqual([{ id: expect.any(String), status: 'requires_action' }]);
+
+      // The reference client echoes the history back with the answer after it.
+      const done = await process({ input: [ask, request, answer(request, approve, approve ? undefined : 'not today')], session_id: session });
+      expect(done.status).toBe(200);
+      expect(done.body.status).toBe('completed');
+      expect(mcp.count()).toBe(approve ? before + 1 : before);
+      const output = done.body.output.find((message) => message.type === 'mcp_call_output')?.content?.[0]?.data?.output;
+      expect(output).toContain(approve ? `count is ${before + 1}` : 'not today');
+      const last = done.body.output.at(-1)!.content![0] as { text?: string };
+      expect(last.text).toContain(approve ? `count is ${before + 1}` : 'denied');
+      const runs = await server.services.db.query<{ id: string; status: string }>("SELECT id, status FROM runs WHERE session_id = (SELECT id FROM sessions WHERE external_id = $1)", [session]);
+      expect(runs).toEqual([{ id: run[0]!.id, status: 'completed' }]);
+    }
+
+    // An answer to nothing pending is refused; so is one that is not an McpApprovalResponse.
+    const stray = await process({ input: [{ role: 'user', type: 'mcp_approval_response', content: [{ type: 'data', data: { approval_request_id: 'call_nothing', approve: true } }] }], session_id: 'as-approve' });
+    expect(stray.status).toBe(400);
+    const malformed = await process({ input: [{ role: 'user', type: 'mcp_approval_response', content: [{ type: 'data', data: { approval_request_id: 'call_nothing', approve: 'yes' } }] }] });
+    expect(malformed.status).toBe(400);
+  });
+
   it('takes MCP servers on a chat request too', async () => {
     const agent = await createAgent({});
     const before = mcp.count();
