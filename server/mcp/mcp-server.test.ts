@@ -1,6 +1,10 @@
 // This server as an MCP server, end to end: the official SDK's client (2026-07-28 negotiated, and the
 // 2025 initialize handshake) calling /mcp with our API keys, one tool per agent and team, knowledge
-// search, runs, ownership, and the 401 challenge with RFC 9728 metadata, on PGlite and PostgreSQL.
+// search, runs, ownership, and the 401 challenge with RFC 9728 metadata, on PGlite and PostgreSQL; requests
+// checked against the contract and errors as JSON-RPC; agent calls metered and held to the plan as chat is.
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { availableEngines } from '../testing/database.ts';
@@ -165,5 +169,54 @@ describe.each(await availableEngines())('the /mcp endpoint on %s', (engine) => {
     expect(JSON.stringify((found.structuredContent as { results: unknown[] }).results)).toContain('Cats purr');
     const empty = (await (await connect(stranger, 'auto')).callTool({ name: 'knowledge_search', arguments: { query: 'why do cats purr' } })) as ToolResult;
     expect(empty.structuredContent).toMatchObject({ results: [] });
+  });
+});
+
+describe('/mcp tool calls against the plan', () => {
+  let server: TestServer;
+  let dir: string;
+
+  beforeAll(async () => {
+    dir = mkdtempSync(path.join(tmpdir(), 'oaa-mcp-plans-'));
+    const plans = path.join(dir, 'plans.yaml');
+    // Two runs a day, and requests enough for the handshake and the calls.
+    writeFileSync(
+      plans,
+      `plans:\n  - id: free\n    name: Free\n    limits:\n      requests_per_minute: 100\n      tokens_per_month: 100000\n      runs_per_day: 2\n      agents: 5\n      teams: 5\n      knowledge_documents: 5\n      knowledge_bytes: 100000\n`,
+    );
+    server = await startTestServer({ env: { PLANS_FILE: plans } });
+  }, 180_000);
+  afterAll(async () => {
+    await server?.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('meters an agent called through /mcp as a run with its tokens, and holds it to the run quota as chat does', async () => {
+    const user = await server.signUp();
+    const agent = (await user.client.POST('/v1/agents', { body: { name: 'Metered' } })).data!;
+    const client = new Client({ name: 'test', version: '1.0.0' });
+    await client.connect(new StreamableHTTPClientTransport(new URL(`${server.url}/mcp`), { requestInit: { headers: { Authorization: `Bearer ${user.apiKey}` } } }));
+    const usage = async () => {
+      const report = (await user.client.GET('/v1/account/usage')).data!;
+      const used = (metric: string) => report.limits.find((limit) => limit.metric === metric)?.used;
+      return { runs: used('runs_per_day'), tokens: used('tokens_per_month') };
+    };
+    const before = await usage();
+    const first = (await client.callTool({ name: `agent_${agent.id}`, arguments: { message: 'count me' } })) as { isError?: boolean };
+    expect(first.isError).toBeFalsy();
+    const after = await usage();
+    expect(after.runs).toBe(before.runs! + 1);
+    expect(after.tokens).toBeGreaterThan(before.tokens!);
+
+    // The plan allows two runs a day: the REST chat spends the second, and /mcp is then refused as chat is.
+    const chat = await user.client.POST('/v1/agents/{agentId}/chat', { params: { path: { agentId: agent.id } }, body: { messages: [{ role: 'user', content: 'once more' }] } });
+    expect(chat.response.status).toBe(200);
+    const refused = (await client.callTool({ name: `agent_${agent.id}`, arguments: { message: 'too many' } })) as { isError?: boolean; content: { text?: string }[] };
+    expect(refused.isError).toBe(true);
+    expect(refused.content[0]?.text).toContain('quota_exceeded');
+    const rest = await user.client.POST('/v1/agents/{agentId}/chat', { params: { path: { agentId: agent.id } }, body: { messages: [{ role: 'user', content: 'and again' }] } });
+    expect(rest.response.status).toBe(402);
+    expect((await usage()).runs).toBe(before.runs! + 2);
+    await client.close();
   });
 });
