@@ -2832,6 +2832,13 @@ export interface components {
             /** @description The built orchestrator's chat model; the catalog's default when omitted. */
             leader_model?: string;
             members: components["schemas"]["TeamMemberInput"][];
+            /**
+             * @description Remote MCP servers (Streamable HTTP) whose tools the team's leader may call in `coordinate` mode,
+             *     beside its delegations, under the same approval model as an agent's (`always_ask` by default).
+             *     Offered as `<server name>__<tool name>`; header values are stored encrypted and answered masked;
+             *     on update, a header whose value is the mask keeps its stored value.
+             */
+            mcp_servers?: components["schemas"]["McpServerInput"][];
             /** @default 10 */
             max_steps?: number;
             metadata?: components["schemas"]["Metadata"];
@@ -2843,6 +2850,13 @@ export interface components {
             mode?: components["schemas"]["TeamMode"];
             leader_model?: string | null;
             members?: components["schemas"]["TeamMemberInput"][];
+            /**
+             * @description Remote MCP servers (Streamable HTTP) whose tools the team's leader may call in `coordinate` mode,
+             *     beside its delegations, under the same approval model as an agent's (`always_ask` by default).
+             *     Offered as `<server name>__<tool name>`; header values are stored encrypted and answered masked;
+             *     on update, a header whose value is the mask keeps its stored value.
+             */
+            mcp_servers?: components["schemas"]["McpServerInput"][];
             max_steps?: number;
             metadata?: components["schemas"]["Metadata"];
         };
@@ -2857,6 +2871,7 @@ export interface components {
             leader_model: string | null;
             leader: components["schemas"]["TeamLeader"];
             members: components["schemas"]["TeamMember"][];
+            mcp_servers: components["schemas"]["McpServer"][];
             max_steps: number;
             metadata: components["schemas"]["Metadata"];
             created_at: components["schemas"]["Timestamp"];

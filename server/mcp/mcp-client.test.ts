@@ -253,6 +253,58 @@ describe.each(await availableEngines())('agents with MCP servers on %s', (engine
     expect(malformed.status).toBe(400);
   });
 
+  it("gives a team's leader the team's MCP servers, sealed at rest, under the same approvals", async () => {
+    const member = await createAgent({ name: 'Helper' });
+    const created = await user.client.POST('/v1/teams', {
+      body: {
+        name: 'Crew',
+        leader_model: 'local',
+        members: [{ agent_id: member.id }],
+        mcp_servers: [{ name: 'counter', url: `${mcp.url}/counter`, headers: { Authorization: 'Bearer team-s3cret' } }],
+      },
+    });
+    expect(created.response.status).toBe(201);
+    const team = created.data!;
+    expect(team.mcp_servers).toEqual([
+      { name: 'counter', url: `${mcp.url}/counter`, headers: { Authorization: '********' }, allowed_tools: null, approval: 'always_ask', tool_approvals: {} },
+    ]);
+    const [row] = await server.services.db.query<{ mcp_servers: unknown }>('SELECT mcp_servers FROM teams WHERE id = $1', [team.id]);
+    expect(JSON.stringify(row!.mcp_servers)).not.toContain('team-s3cret');
+    // Another user's team answers like a missing one.
+    const other = await server.signUp();
+    expect((await other.client.GET('/v1/teams/{teamId}', { params: { path: { teamId: team.id } } })).response.status).toBe(404);
+
+    const teamChat = async (body: ChatRequest) => {
+      const answer = await user.client.POST('/v1/teams/{teamId}/chat', { params: { path: { teamId: team.id } }, body });
+      expect(answer.response.status).toBe(200);
+      return answer.data!;
+    };
+    for (const decision of ['approve', 'deny'] as const) {
+      const before = mcp.count();
+      const halted = await teamChat({ messages: [{ role: 'user', content: 'counter__increment now' }] });
+      expect(halted.status).toBe('requires_action');
+      const call = halted.required_action!.tool_calls[0]!;
+      expect(halted.required_action!.approvals).toEqual([{ tool_call_id: call.id, name: 'counter__increment', mcp: { server: 'counter', tool: 'increment' } }]);
+      expect(mcp.count()).toBe(before);
+      const done = await teamChat({ session_id: halted.session_id, messages: [], approvals: [{ tool_call_id: call.id, decision, ...(decision === 'deny' ? { reason: 'not now' } : {}) }] });
+      expect(done.status).toBe('completed');
+      expect(done.run_id).toBe(halted.run_id);
+      expect(mcp.count()).toBe(decision === 'approve' ? before + 1 : before);
+      expect(done.message?.content).toContain(decision === 'approve' ? `count is ${before + 1}` : 'not now');
+    }
+    expect(mcp.authorizations).toContain('Bearer team-s3cret');
+
+    // Sending the mask back keeps the secret; an empty list removes the servers.
+    const kept = await user.client.PATCH('/v1/teams/{teamId}', { params: { path: { teamId: team.id } }, body: { mcp_servers: [{ ...team.mcp_servers[0]!, allowed_tools: ['peek'], approval: 'always_allow' }] } });
+    expect(kept.response.status).toBe(200);
+    const allowed = await teamChat({ messages: [{ role: 'user', content: 'counter__peek please' }] });
+    expect(allowed.status).toBe('completed');
+    expect(allowed.message?.content).toContain('count is');
+    expect(mcp.authorizations.at(-1)).toBe('Bearer team-s3cret');
+    const cleared = await user.client.PATCH('/v1/teams/{teamId}', { params: { path: { teamId: team.id } }, body: { mcp_servers: [] } });
+    expect(cleared.data?.mcp_servers).toEqual([]);
+  });
+
   it('takes MCP servers on a chat request too', async () => {
     const agent = await createAgent({});
     const before = mcp.count();
