@@ -1,6 +1,7 @@
 // Approvals on the Responses API, through the official `openai` client: an agent's MCP tool that asks ends
 // the response with an `mcp_approval_request` item; a response chained to it with an `mcp_approval_response`
-// runs the call (approved) or tells the model it was denied (and never runs it), then goes on. Against
+// runs the call (approved) or tells the model it was denied (and never runs it), then goes on; a team's
+// leader asks and goes on alike. Against
 // real MCP servers on loopback built with the SDK, on PGlite and PostgreSQL.
 import OpenAI from 'openai';
 import type { ResponseOutputItem, ResponseStreamEvent } from 'openai/resources/responses/responses';
@@ -118,6 +119,31 @@ describe.each(await availableEngines())('approvals on the Responses API on %s', 
     for await (const event of streamed) done.push(event);
     expect(done.at(-1)?.type).toBe('response.completed');
     expect(mcp.count()).toBe(before + 1);
+  });
+
+  it("asks for a team leader's MCP tool too, and the team goes on with the answer", async () => {
+    const member = (await user.client.POST('/v1/agents', { body: { name: 'Member' } })).data!;
+    const team = await user.client.POST('/v1/teams', { body: { name: 'Crew', leader_model: 'local', members: [{ agent_id: member.id }], mcp_servers: [{ name: 'counter', url: `${mcp.url}/counter` }] } });
+    expect(team.response.status).toBe(201);
+    const teamModel = `team:${team.data!.id}`;
+    const before = mcp.count();
+    const halted = await openai().responses.create({ model: teamModel, input: 'counter__increment now' });
+    const request = halted.output.find((item): item is ApprovalRequest => item.type === 'mcp_approval_request');
+    expect(request).toMatchObject({ name: 'counter__increment' });
+    expect(mcp.count()).toBe(before);
+    // The answer goes to the team that asked, not to another model.
+    const elsewhere = await openai()
+      .responses.create({ model, previous_response_id: halted.id, input: [{ type: 'mcp_approval_response', approval_request_id: request!.id, approve: true }] })
+      .catch((error: unknown) => error);
+    expect(elsewhere).toBeInstanceOf(OpenAI.BadRequestError);
+    const done = await openai().responses.create({
+      model: teamModel,
+      previous_response_id: halted.id,
+      input: [{ type: 'mcp_approval_response', approval_request_id: request!.id, approve: true }],
+    });
+    expect(done.status).toBe('completed');
+    expect(mcp.count()).toBe(before + 1);
+    expect(done.output_text).toContain(`count is ${before + 1}`);
   });
 
   it('refuses an answer to no request, and another user cannot answer one', async () => {

@@ -219,9 +219,9 @@ export function createResponses(deps: ResponsesDeps) {
       const input = inputItems(body.input, references);
       if (input.length === 0) throw invalid('input', 'send at least one input item');
       const answeredCalls = answeredApprovals(history, input);
-      // Only an agent asks for approvals, and only the agent that asked runs what it asked for.
-      if (answeredCalls && (target.kind !== 'agent' || (body.previous_response_id && (await responses.get(caller.userId, body.previous_response_id)).request.model !== body.model))) {
-        throw invalid('model', 'approval answers go to the agent that asked for them: the model of the previous response');
+      // Only an agent or a team asks for approvals, and only the one that asked runs what it asked for.
+      if (answeredCalls && (target.kind === 'model' || (body.previous_response_id && (await responses.get(caller.userId, body.previous_response_id)).request.model !== body.model))) {
+        throw invalid('model', 'approval answers go to the agent or team that asked for them: the model of the previous response');
       }
       await checkTarget(caller.userId, target);
 

@@ -88,8 +88,8 @@ export interface TurnInput {
   /**
    * For a stateless protocol (the Responses API), whose next request carries the transcript rather than
    * resuming the halted run: the server-side calls of the transcript's last step that waited for
-   * approval, with the client's answers. The agent's run executes (or refuses) them before it calls the
-   * model again, as a resumed run does.
+   * approval, with the client's answers. The agent's (or team leader's) run executes (or refuses) them
+   * before it calls the model again, as a resumed run does.
    */
   answeredCalls?: { calls: ToolCall[]; answers: ApprovalAnswer[] } | undefined;
 }

@@ -340,9 +340,11 @@ export function createTeamRunner(deps: TeamRunnerDeps) {
         ...leaderBase(plan, [delegate, ...(remote?.unavailable ?? [])].filter(Boolean).join('\n')),
         clientTools: own.client,
         serverTools: [...own.server, ...(remote?.tools ?? []), ...delegations],
-        decisions: new Map((plan.input.approvals ?? []).map((answer) => [answer.tool_call_id, answer])),
+        decisions: new Map([...(plan.input.approvals ?? []), ...(plan.input.answeredCalls?.answers ?? [])].map((answer) => [answer.tool_call_id, answer])),
       };
-      const outcome = await runLoop(spec, context.history, context.io, context.state, saved.pending ?? []);
+      // A stateless protocol's next request answers approvals in a new run: its calls go first, as a resumed run's.
+      const waiting = context.resumed ? (saved.pending ?? []) : (plan.input.answeredCalls?.calls ?? []);
+      const outcome = await runLoop(spec, context.history, context.io, context.state, waiting);
       if (outcome.kind === 'requires_action') {
         // Calls waiting for approval run (or are refused) first when the answers come, as an agent's do.
         const asked = new Set((outcome.approvals ?? []).map((approval) => approval.tool_call_id));
