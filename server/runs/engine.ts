@@ -19,6 +19,7 @@ import { AsyncQueue } from './queue.ts';
 import { checkApprovals, checkNewMessages, checkTranscript, clientCalls, mergeClientTools } from './rules.ts';
 import type { ApprovalAnswer } from './loop.ts';
 import type { McpServerConfig } from '../mcp/config.ts';
+import { turnMcpServers } from '../mcp/config.ts';
 import { remoteTools, type RemoteToolsDeps } from '../mcp/remote.ts';
 import type { ToolCall } from '../models/types.ts';
 import type { RunRow, RunStore } from './store.ts';
@@ -373,8 +374,7 @@ export function createRunEngine(deps: EngineDeps): RunEngine {
         execute: async (context) => {
           // A request's server replaces the agent's of the same name for this turn.
           const own = agent.mcp_servers.length > 0 ? await deps.agents.mcpServers(input.userId, agent.id) : [];
-          const requested = input.mcpServers ?? [];
-          const servers = [...own.filter((server) => !requested.some((other) => other.name === server.name)), ...requested];
+          const servers = turnMcpServers(own, input.mcpServers);
           const remote = servers.length > 0 ? await remoteTools(servers, deps.remoteTools, context.io.signal) : undefined;
           try {
             const spec: LoopSpec = {

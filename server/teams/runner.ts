@@ -13,6 +13,7 @@ import { textOf, type AssistantMessage, type ChatMessage, type FunctionTool, typ
 import type { RunHandle, TeamTurnInput, TurnContext, TurnOptions, TurnOutcome, TurnSpec } from '../runs/engine.ts';
 import { addUsage, zeroUsage, type RunEventBody, type Speaker } from '../runs/events.ts';
 import type { MemberUsage, OpenRun, RunEnding, RunLifecycle } from '../runs/lifecycle.ts';
+import { turnMcpServers } from '../mcp/config.ts';
 import { remoteTools, type RemoteToolsDeps } from '../mcp/remote.ts';
 import { HaltForClient, runLoop, type LoopOutcome, type LoopSpec, type LoopState, type LoopTool } from '../runs/loop.ts';
 import type { RunStore } from '../runs/store.ts';
@@ -331,8 +332,8 @@ export function createTeamRunner(deps: TeamRunnerDeps) {
     );
     const own = leaderOwnTools(plan, context);
     // The team's MCP servers, and the request's (which replace the team's of the same name), are the leader's.
-    const requested = plan.input.mcpServers ?? [];
-    const servers = [...(plan.team.mcp_servers.length > 0 ? await deps.teams.mcpServers(plan.input.userId, plan.team.id) : []).filter((server) => !requested.some((other) => other.name === server.name)), ...requested];
+    const teamServers = plan.team.mcp_servers.length > 0 ? await deps.teams.mcpServers(plan.input.userId, plan.team.id) : [];
+    const servers = turnMcpServers(teamServers, plan.input.mcpServers);
     const remote = servers.length > 0 ? await remoteTools(servers, deps.remoteTools, context.io.signal) : undefined;
     try {
       const delegate = tools.size ? `${roster(plan, tools, 'delegate')}\nDelegate sub-tasks with these tools, then write the final answer from their results.` : '';
