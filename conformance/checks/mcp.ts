@@ -1,6 +1,6 @@
 // The MCP endpoint (/mcp, Streamable HTTP) and its protected resource metadata: a 2025-era client's
-// handshake and tool list, a notification, a request off the contract answered as a JSON-RPC error, and
-// GET and DELETE as a server without sessions answers them. The official MCP conformance kit checks the
+// handshake and tool list, a notification, the 401 challenge naming the metadata, a request off the
+// contract answered as a JSON-RPC error, and GET and DELETE as a server without sessions answers them. The official MCP conformance kit checks the
 // protocol in depth; this checks that /mcp is the operation the contract describes.
 import type { Exchange } from '../http.ts';
 import type { Check, Schemas } from '../context.ts';
@@ -50,6 +50,16 @@ export const mcpChecks: Check[] = [
           | undefined;
         const names = (listed?.result?.tools ?? []).map((tool) => tool.name);
         t.check(id, ['list_agents', 'get_run', 'knowledge_search'].every((name) => names.includes(name)), `tools/list names ${names.join(', ')}, without list_agents, get_run and knowledge_search`);
+        // Without a credential: 401, and a challenge naming the metadata a client finds its authorization server in.
+        const anonymous = await t.call(id, { as: 'none', accept: ACCEPT, headers, body: { jsonrpc: '2.0', id: 4, method: 'ping' }, expect: 401, halt: false, probe: true });
+        const metadataUrl = /resource_metadata="([^"]+)"/.exec(anonymous.headers.get('www-authenticate') ?? '')?.[1];
+        t.check(id, metadataUrl !== undefined, `401 challenges with "${anonymous.headers.get('www-authenticate')}", naming no resource_metadata`);
+        if (metadataUrl) {
+          // The server's public address may not be reachable from where the kit runs: then only noted.
+          const metadata = await fetch(metadataUrl).catch(() => undefined);
+          if (!metadata) t.note(id, `the resource metadata the challenge names (${metadataUrl}) could not be reached from here`);
+          else t.check(id, metadata.status === 200, `the resource metadata the challenge names (${metadataUrl}) answered ${metadata.status}`);
+        }
         const invalid = await t.call(id, { accept: ACCEPT, headers, body: { jsonrpc: '2.0', id: 3 }, expect: 400, halt: false });
         const error = invalid.json as Schemas['McpJsonRpcErrorResponse'] | undefined;
         t.check(id, error?.error?.code === -32600 && error.id === 3, `a message that is neither request nor response answered ${invalid.text.slice(0, 200)}, not a -32600 error for id 3`);

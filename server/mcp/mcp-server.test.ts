@@ -80,6 +80,9 @@ describe.each(await availableEngines())('the /mcp endpoint on %s', (engine) => {
       expect(answer).toMatchObject({ jsonrpc: '2.0', id: 7, error: { code: -32600, data: { code: 'validation_error' } } });
       expect(answer.error.data?.request_id).toBe(invalid.headers.get('x-request-id'));
     }
+    const plain = await mcp({ headers: { 'Content-Type': 'text/plain' }, body: 'ping' });
+    expect(plain.status).toBe(415);
+    expect(((await plain.json()) as RpcError).error).toMatchObject({ code: -32000, data: { code: 'unsupported_media_type' } });
     const empty = await mcp({ body: '[]' });
     expect(empty.status).toBe(400);
     expect(((await empty.json()) as RpcError).error.code).toBe(-32600);
