@@ -303,6 +303,13 @@ describe.each(await availableEngines())('agents with MCP servers on %s', (engine
     expect(mcp.authorizations.at(-1)).toBe('Bearer team-s3cret');
     const cleared = await user.client.PATCH('/v1/teams/{teamId}', { params: { path: { teamId: team.id } }, body: { mcp_servers: [] } });
     expect(cleared.data?.mcp_servers).toEqual([]);
+    // A chat request's servers reach the leader too.
+    const requested = await teamChat({
+      messages: [{ role: 'user', content: 'lent__peek please' }],
+      mcp_servers: [{ name: 'lent', url: `${mcp.url}/counter`, approval: 'always_allow' }],
+    });
+    expect(requested.status).toBe('completed');
+    expect(requested.message?.content).toContain('lent__peek returned: count is');
   });
 
   it('takes MCP servers on a chat request too', async () => {
