@@ -51,10 +51,11 @@ describe('approval items', () => {
     expect(answeredApprovals(history, [user('something else')])).toBeUndefined();
   });
 
-  it('refuses an answer to no request, to an answered one, or twice', () => {
+  it('refuses an answer to no request, to an answered one, twice, or after the conversation went on', () => {
     expect(refusal(() => answeredApprovals([user('go')], [answer('call_1', true)]))).toContain('no approval request');
     expect(refusal(() => answeredApprovals([request('call_1'), answer('call_1', true)], [answer('call_1', false)]))).toContain('already answered');
     expect(refusal(() => answeredApprovals([request('call_1')], [answer('call_1', true), answer('call_1', true)]))).toContain('already answered');
+    expect(refusal(() => answeredApprovals([user('go'), request('call_1'), user('never mind')], [answer('call_1', true)]))).toContain('lapsed');
   });
 
   it('makes a valid history: an answered request is its call, the mcp_call that ran its result, an unanswered one nothing', () => {

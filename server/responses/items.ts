@@ -143,15 +143,18 @@ function userContent(parts: ContentPart[]): Extract<ChatMessage, { role: 'user' 
 
 /**
  * The approval answers of a response's input, checked against the requests of the history: each answers
- * one request of an earlier response that is not answered yet, once. The calls they answer run (or are
+ * one request of the last turn (no user message came after it) that is not answered yet, once. The calls they answer run (or are
  * refused) before the model is called again; a request left unanswered is dropped from the transcript.
  */
 export function answeredApprovals(history: Item[], input: Item[], field = 'input'): { calls: ToolCall[]; answers: ApprovalAnswer[] } | undefined {
   const requests = new Map<string, Extract<Item, { type: 'mcp_approval_request' }>>();
   const answered = new Set<string>();
+  /** Requests a later user message went on without: their turn is over. */
+  const lapsed = new Set<string>();
   for (const item of history) {
     if (item.type === 'mcp_approval_request') requests.set(item.id, item);
     if (item.type === 'mcp_approval_response') answered.add(item.approval_request_id);
+    if (item.type === 'message' && item.role === 'user') for (const id of requests.keys()) lapsed.add(id);
   }
   const calls: ToolCall[] = [];
   const answers: ApprovalAnswer[] = [];
@@ -161,6 +164,7 @@ export function answeredApprovals(history: Item[], input: Item[], field = 'input
     const request = requests.get(item.approval_request_id);
     if (!request) throw invalid(at, `no approval request ${item.approval_request_id} in the previous responses`);
     if (answered.has(request.id)) throw invalid(at, `the approval request ${request.id} is already answered`);
+    if (lapsed.has(request.id)) throw invalid(at, `the approval request ${request.id} lapsed: the conversation went on without an answer`);
     answered.add(request.id);
     const callId = callIdOf(request.id, 'mcpr_') ?? request.id;
     calls.push({ id: callId, type: 'function', function: { name: request.name, arguments: request.arguments } });
