@@ -18,6 +18,7 @@ import type { ErrorFormat } from '../http/error-handler.ts';
 import type { AppHandlers } from '../http/operations.ts';
 import type { Quotas } from '../limits/quotas.ts';
 import { chatTurn } from '../runs/chat.ts';
+import type { ApprovalAnswer } from '../runs/loop.ts';
 import type { RunEngine, RunHandle, TeamTurnInput, TurnOptions } from '../runs/engine.ts';
 import { toRun, type RunStore } from '../runs/store.ts';
 import { agentTurn, teamTurn } from '../runs/turns.ts';
@@ -64,13 +65,29 @@ async function answer(logger: Logger, work: () => Promise<CallToolResult>): Prom
   }
 }
 
-const chatInput = fromJsonSchema<{ message: string; session_id?: string }>({
+type ChatArgs = { message?: string; session_id?: string; approvals?: ApprovalAnswer[] };
+
+const chatInput = fromJsonSchema<ChatArgs>({
   type: 'object',
   properties: {
     message: { type: 'string', minLength: 1, maxLength: 32000, description: 'What to say.' },
     session_id: { type: 'string', description: 'Continue this session (from an earlier reply); a new one when omitted.' },
+    approvals: {
+      type: 'array',
+      maxItems: 64,
+      description: "Answers to the tool calls the session's run waits to have approved (`approvals` of an earlier reply), sent with its session_id.",
+      items: {
+        type: 'object',
+        properties: {
+          tool_call_id: { type: 'string', minLength: 1, maxLength: 200 },
+          decision: { type: 'string', enum: ['approve', 'deny'] },
+          reason: { type: 'string', maxLength: 2000, description: "Why; a denial's reason is given to the agent." },
+        },
+        required: ['tool_call_id', 'decision'],
+        additionalProperties: false,
+      },
+    },
   },
-  required: ['message'],
   additionalProperties: false,
 });
 const chatOutput = fromJsonSchema<Json>({
@@ -80,6 +97,15 @@ const chatOutput = fromJsonSchema<Json>({
     status: { type: 'string' },
     run_id: { type: 'string' },
     session_id: { type: 'string' },
+    approvals: {
+      type: 'array',
+      description: 'The tool calls the run waits to have approved, when its status is requires_action.',
+      items: {
+        type: 'object',
+        properties: { tool_call_id: { type: 'string' }, name: { type: 'string' }, arguments: { type: 'string' } },
+        required: ['tool_call_id', 'name', 'arguments'],
+      },
+    },
   },
   required: ['reply', 'status', 'run_id', 'session_id'],
 });
@@ -110,17 +136,34 @@ async function serverFor(principal: Principal, deps: McpEndpointDeps): Promise<M
   const runQuota = async () => {
     await deps.quotas.enforce(caller.userId, await deps.planOf(caller.userId), ['tokens_per_month', 'runs_per_day']);
   };
-  const chat = async (start: ReturnType<typeof agentTurn>, args: { message: string; session_id?: string }, signal: AbortSignal) => {
+  const chat = async (start: ReturnType<typeof agentTurn>, args: ChatArgs, signal: AbortSignal) => {
     await runQuota();
-    const turn = await chatTurn(caller, { messages: [{ role: 'user', content: args.message }], ...(args.session_id ? { session_id: args.session_id } : {}) }, { stream: false, signal }, start);
+    const request = {
+      messages: args.message ? [{ role: 'user' as const, content: args.message }] : [],
+      ...(args.session_id ? { session_id: args.session_id } : {}),
+      ...(args.approvals?.length ? { approvals: args.approvals } : {}),
+    };
+    const turn = await chatTurn(caller, request, { stream: false, signal }, start);
     if (!('body' in turn)) throw new Error('a blocking turn answered a stream');
     const body = turn.body;
     const content = body.message?.content;
     const reply = typeof content === 'string' ? content : content ? JSON.stringify(content) : null;
     const structured = { reply, status: body.status, run_id: body.run_id, session_id: body.session_id };
     if (body.status === 'requires_action') {
+      const action = body.required_action;
+      const asked = new Set((action?.approvals ?? []).map((approval) => approval.tool_call_id));
+      const calls = action?.tool_calls ?? [];
+      // Approvals can be answered here; a client-side tool of the agent's only through the HTTP API.
+      if (asked.size > 0 && calls.every((call) => asked.has(call.id))) {
+        const approvals = calls.map((call) => ({ tool_call_id: call.id, name: call.function.name, arguments: call.function.arguments }));
+        const list = approvals.map((call) => `${call.name} ${call.arguments} (tool_call_id ${call.tool_call_id})`).join('; ');
+        return text(
+          `The run ${body.run_id} waits for approval of: ${list}. Call this tool again with session_id "${body.session_id}" and approvals [{tool_call_id, decision: "approve" or "deny", reason?}], one per call.`,
+          { ...structured, approvals },
+        );
+      }
       return text(
-        `The run ${body.run_id} waits for client-side tools or approvals (${body.required_action?.tool_calls.map((call) => call.function.name).join(', ')}); answer them through the HTTP API with session ${body.session_id}.`,
+        `The run ${body.run_id} waits for client-side tools (${calls.map((call) => call.function.name).join(', ')}); answer them through the HTTP API with session ${body.session_id}.`,
         structured,
       );
     }
@@ -188,7 +231,7 @@ async function serverFor(principal: Principal, deps: McpEndpointDeps): Promise<M
       `${kind}_${target.id}`,
       {
         title: target.name,
-        description: `Talk to the ${kind} "${target.name}"${target.description ? `: ${target.description}` : ''}. Returns its reply with the run and session ids.`,
+        description: `Talk to the ${kind} "${target.name}"${target.description ? `: ${target.description}` : ''}. Returns its reply with the run and session ids; a tool call it must have approved first comes back as status requires_action with \`approvals\`, answered by calling again with the session_id and approvals.`,
         inputSchema: chatInput,
         outputSchema: chatOutput,
       },

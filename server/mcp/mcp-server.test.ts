@@ -163,6 +163,33 @@ describe.each(await availableEngines())('the /mcp endpoint on %s', (engine) => {
     }
   });
 
+  it('asks for approval through the tool result, and the same run goes on when the caller answers in a second call', async () => {
+    const careful = await owner.client.POST('/v1/agents', { body: { name: 'Careful', server_tools: ['calculator'], server_tool_approvals: { calculator: 'always_ask' } } });
+    expect(careful.response.status).toBe(201);
+    const tool = `agent_${careful.data!.id}`;
+    const client = await connect(owner, 'auto');
+    type Structured = { status: string; run_id: string; session_id: string; reply: string | null; approvals?: { tool_call_id: string; name: string; arguments: string }[] };
+    for (const decision of ['approve', 'deny'] as const) {
+      const halted = (await client.callTool({ name: tool, arguments: { message: 'calculator {"expression": "6*7"}' } })) as ToolResult;
+      expect(halted.isError).toBeFalsy();
+      const asked = halted.structuredContent as Structured;
+      expect(asked.status).toBe('requires_action');
+      expect(asked.approvals).toEqual([{ tool_call_id: expect.any(String), name: 'calculator', arguments: '{"expression":"6*7"}' }]);
+      expect(halted.content[0]?.text).toContain(asked.approvals![0]!.tool_call_id);
+      const answered = (await client.callTool({
+        name: tool,
+        arguments: { session_id: asked.session_id, approvals: [{ tool_call_id: asked.approvals![0]!.tool_call_id, decision, ...(decision === 'deny' ? { reason: 'no maths today' } : {}) }] },
+      })) as ToolResult;
+      expect(answered.isError).toBeFalsy();
+      expect(answered.structuredContent).toMatchObject({ status: 'completed', run_id: asked.run_id, session_id: asked.session_id });
+      expect((answered.structuredContent as Structured).reply).toContain(decision === 'approve' ? '42' : 'no maths today');
+    }
+    // Nothing to say and nothing to answer is the chat's own refusal, as a tool error.
+    const empty = (await client.callTool({ name: tool, arguments: {} })) as ToolResult;
+    expect(empty.isError).toBe(true);
+    expect(empty.content[0]?.text).toContain('invalid_request');
+  });
+
   it('searches knowledge as the REST search does', async () => {
     const uploaded = await owner.client.POST('/v1/knowledge/documents', { body: { title: 'Cats', text: 'Cats purr when they are content and sleep most of the day.' } });
     expect(uploaded.response.status).toBe(201);
