@@ -163,7 +163,7 @@ async function serverFor(principal: Principal, deps: McpEndpointDeps): Promise<M
         );
       }
       return text(
-        `The run ${body.run_id} waits for client-side tools (${calls.map((call) => call.function.name).join(', ')}); answer them through the HTTP API with session ${body.session_id}.`,
+        `The run ${body.run_id} waits for client-side tools${asked.size > 0 ? ' and approvals' : ''} (${calls.map((call) => call.function.name).join(', ')}); answer them through the HTTP API with session ${body.session_id}.`,
         structured,
       );
     }
