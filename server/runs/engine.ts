@@ -18,8 +18,7 @@ import { runLoop, type LoopIO, type LoopOutcome, type LoopSpec, type LoopState, 
 import { AsyncQueue } from './queue.ts';
 import { checkApprovals, checkNewMessages, checkTranscript, clientCalls, mergeClientTools } from './rules.ts';
 import type { ApprovalAnswer } from './loop.ts';
-import type { McpServerConfig } from '../mcp/config.ts';
-import { turnMcpServers } from '../mcp/config.ts';
+import { turnMcpServers, type McpServerConfig } from '../mcp/config.ts';
 import { remoteTools, type RemoteToolsDeps } from '../mcp/remote.ts';
 import type { ToolCall } from '../models/types.ts';
 import type { RunRow, RunStore } from './store.ts';
