@@ -11,6 +11,7 @@ import { agentChecks } from './checks/agents.ts';
 import { authChecks } from './checks/auth.ts';
 import { generalChecks } from './checks/general.ts';
 import { knowledgeChecks } from './checks/knowledge.ts';
+import { mcpChecks } from './checks/mcp.ts';
 import { modelChecks } from './checks/models.ts';
 import { ownershipChecks } from './checks/ownership.ts';
 import { protocolChecks } from './checks/protocols.ts';
@@ -48,6 +49,7 @@ const checks: readonly Check[] = [
   ...a2aChecks,
   ...knowledgeChecks,
   ...responseChecks,
+  ...mcpChecks,
   ...ownershipChecks,
 ];
 

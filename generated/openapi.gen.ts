@@ -545,7 +545,10 @@ export interface paths {
          *     completed with the whole text, the message completed; each tool the agent ran itself as a
          *     `plugin_call` message and its result as a `plugin_call_output` message (role `tool`, the same
          *     `call_id`); a client-side tool the client must run as a `function_call` message, answered by a
-         *     `function_call_output` in the next request's `input`; finally the response completed, whose `output`
+         *     `function_call_output` in the next request's `input`; a server-side tool waiting for approval as an
+         *     `mcp_approval_request` message (data `{id, name, arguments, server_label}`), answered by an
+         *     `mcp_approval_response` message (data `{approval_request_id, approve, reason}`) in the next request
+         *     of the same session, which continues the same run; finally the response completed, whose `output`
          *     holds the very completed message objects that were streamed, and `usage`. A failure ends the stream
          *     with a response whose status is `failed` and whose `error` says why. With `stream: false` the final
          *     response object comes back as JSON. `session_id` continues a stored session. Input content may be
@@ -1147,7 +1150,10 @@ export interface paths {
          *     included, before it. Request-declared function `tools` are client-side: the response ends with
          *     `function_call` items and status `completed`; send their `function_call_output` items with
          *     `previous_response_id` to go on. Tools an agent runs on the server appear as `mcp_call` items with
-         *     `server_label` `open-agent-api`. Streams when `stream` is true: `event:`/`data:` pairs whose
+         *     `server_label` `open-agent-api`; one whose approval policy asks ends the response (`completed`)
+         *     with an `mcp_approval_request` item instead, and a response with `previous_response_id` and an
+         *     `mcp_approval_response` item (`approve`, `reason`) per request runs it, or tells the model it was
+         *     denied, and goes on. Streams when `stream` is true: `event:`/`data:` pairs whose
          *     `event` is the `type`, `sequence_number` from 0, then `data: [DONE]`. With `background: true` the
          *     answer is immediate (`queued` or `in_progress`) and the run goes on; retrieve it, or stream it with
          *     `GET /v1/responses/{responseId}?stream=true`. Fields this server cannot honour are refused with 400
@@ -1884,6 +1890,94 @@ export interface paths {
          *     a config that is already gone answers 204 too; a task that is not the caller's is not found.
          */
         delete: operations["deleteA2aPushConfig"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/mcp": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Open a stream of server messages (not offered)
+         * @description Streamable HTTP lets a client open a stream for messages the server sends outside any request.
+         *     This server keeps no sessions, so it has none to send: it answers 405 with `Allow: POST`, as the
+         *     transport asks of such a server.
+         */
+        get: operations["openMcpStream"];
+        put?: never;
+        /**
+         * Send a message to this server's MCP endpoint (Streamable HTTP)
+         * @description This server as an MCP server, over the Streamable HTTP transport: the body is one JSON-RPC message
+         *     (a request, a notification, or a response to a request of the server's). Requests of the 2026-07-28
+         *     revision carry their protocol version in `_meta` and need no session; clients of the 2025 revisions
+         *     (`initialize` first) are served without sessions too. The tools are the caller's own: one per agent
+         *     (`agent_<id>`) and per team (`team_<id>`) taking a message and an optional session id and answering
+         *     the reply with the run and session ids, `knowledge_search`, `list_agents` and `get_run`. Every tool
+         *     call is authorized, rate limited and held to the plan's quotas as the REST operation it mirrors.
+         *
+         *     A request is answered `200` with its JSON-RPC response, as JSON or as a stream of messages ending
+         *     with the response; a notification or a response is answered `202`. Errors are JSON-RPC error
+         *     responses: -32700 for a body that is not JSON, -32600 for one that is not a JSON-RPC message,
+         *     -32000 with the transport's status (406 without `Accept: application/json, text/event-stream`, 405,
+         *     413, 415, 401, 429). Without a credential, or with a bad one, the answer is 401 with
+         *     `WWW-Authenticate: Bearer resource_metadata="<server>/.well-known/oauth-protected-resource/mcp"`.
+         *     A browser `Origin` other than this server's (or `CORS_ORIGINS`) is refused with 403.
+         */
+        post: operations["sendMcpMessage"];
+        /**
+         * End an MCP session (not offered)
+         * @description Streamable HTTP lets a client end its session. This server keeps no sessions, so there is none to
+         *     end: it answers 405 with `Allow: POST`, as the transport asks of such a server.
+         */
+        delete: operations["deleteMcpSession"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/.well-known/oauth-protected-resource": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * This server's protected resource metadata (RFC 9728)
+         * @description The OAuth 2.0 Protected Resource Metadata of the MCP endpoint, which MCP clients read after a 401:
+         *     the resource (`<server>/mcp`), the authorization server that issues its credentials (this server),
+         *     and how to send them (the `Authorization` header). Served without a credential.
+         */
+        get: operations["getProtectedResourceMetadata"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/.well-known/oauth-protected-resource/mcp": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The MCP endpoint's protected resource metadata (RFC 9728)
+         * @description The same metadata at the address RFC 9728 derives from the resource `<server>/mcp`, the one the
+         *     MCP endpoint's `WWW-Authenticate` challenge names. Served without a credential.
+         */
+        get: operations["getMcpProtectedResourceMetadata"];
+        put?: never;
+        post?: never;
+        delete?: never;
         options?: never;
         head?: never;
         patch?: never;
@@ -3010,6 +3104,13 @@ export interface components {
             /** @description The built orchestrator's chat model; the catalog's default when omitted. */
             leader_model?: string;
             members: components["schemas"]["TeamMemberInput"][];
+            /**
+             * @description Remote MCP servers (Streamable HTTP) whose tools the team's leader may call in `coordinate` mode,
+             *     beside its delegations, under the same approval model as an agent's (`always_ask` by default).
+             *     Offered as `<server name>__<tool name>`; header values are stored encrypted and answered masked;
+             *     on update, a header whose value is the mask keeps its stored value.
+             */
+            mcp_servers?: components["schemas"]["McpServerInput"][];
             /** @default 10 */
             max_steps?: number;
             metadata?: components["schemas"]["Metadata"];
@@ -3021,6 +3122,13 @@ export interface components {
             mode?: components["schemas"]["TeamMode"];
             leader_model?: string | null;
             members?: components["schemas"]["TeamMemberInput"][];
+            /**
+             * @description Remote MCP servers (Streamable HTTP) whose tools the team's leader may call in `coordinate` mode,
+             *     beside its delegations, under the same approval model as an agent's (`always_ask` by default).
+             *     Offered as `<server name>__<tool name>`; header values are stored encrypted and answered masked;
+             *     on update, a header whose value is the mask keeps its stored value.
+             */
+            mcp_servers?: components["schemas"]["McpServerInput"][];
             max_steps?: number;
             metadata?: components["schemas"]["Metadata"];
         };
@@ -3035,6 +3143,7 @@ export interface components {
             leader_model: string | null;
             leader: components["schemas"]["TeamLeader"];
             members: components["schemas"]["TeamMember"][];
+            mcp_servers: components["schemas"]["McpServer"][];
             max_steps: number;
             metadata: components["schemas"]["Metadata"];
             created_at: components["schemas"]["Timestamp"];
@@ -3831,12 +3940,13 @@ export interface components {
         ResponseIncludable: "message.input_image.image_url" | "reasoning.encrypted_content" | "web_search_call.results" | "web_search_call.action.sources" | "file_search_call.results" | "code_interpreter_call.outputs" | "computer_call_output.output.image_url" | "message.output_text.logprobs";
         /**
          * @description An input item: a message (`role`, `content`; `type` may be left out), a `function_call`, a
-         *     `function_call_output`, an `mcp_call` this server answered earlier, or an `item_reference` to an
-         *     item of an earlier response or of the conversation.
+         *     `function_call_output`, an `mcp_call` this server answered earlier, an `mcp_approval_response`
+         *     answering an `mcp_approval_request` of the previous responses (`approval_request_id`, `approve`,
+         *     `reason`), or an `item_reference` to an item of an earlier response or of the conversation.
          */
         ResponseInputItem: {
             /** @enum {string} */
-            type?: "message" | "function_call" | "function_call_output" | "mcp_call" | "item_reference";
+            type?: "message" | "function_call" | "function_call_output" | "mcp_call" | "mcp_approval_response" | "item_reference";
             id?: string | null;
             /** @enum {string} */
             role?: "user" | "assistant" | "system" | "developer";
@@ -3850,6 +3960,9 @@ export interface components {
             output?: string | null | components["schemas"]["ResponseContentPart"][];
             server_label?: string;
             error?: string | null;
+            approval_request_id?: string;
+            approve?: boolean;
+            reason?: string | null;
         };
         /** @description A piece of a message's content. */
         ResponseContentPart: {
@@ -3958,8 +4071,37 @@ export interface components {
             /** @enum {string} */
             status: "in_progress" | "completed" | "incomplete" | "calling" | "failed";
         };
+        /**
+         * @description A tool the agent runs on this server asks to be approved first (its policy is `always_ask`, or its
+         *     `ask_if` condition matched): the response ends `completed` with this item, and the tool has not
+         *     run. Answer it with an `mcp_approval_response` in the input of a response that names this one as
+         *     `previous_response_id` (or in the same conversation).
+         */
+        ResponseMcpApprovalRequestItem: {
+            id: string;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "mcp_approval_request";
+            server_label: string;
+            name: string;
+            arguments: string;
+        };
+        /** @description The client's answer to an `mcp_approval_request`; a denied call never runs, and the model reads the denial and its reason. */
+        ResponseMcpApprovalResponseItem: {
+            id: string;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "mcp_approval_response";
+            approval_request_id: string;
+            approve: boolean;
+            reason: string | null;
+        };
         /** @description An item of a response's input or output, or of a conversation. */
-        ResponseItem: components["schemas"]["ResponseMessageItem"] | components["schemas"]["ResponseFunctionCallItem"] | components["schemas"]["ResponseFunctionCallOutputItem"] | components["schemas"]["ResponseServerToolCallItem"];
+        ResponseItem: components["schemas"]["ResponseMessageItem"] | components["schemas"]["ResponseFunctionCallItem"] | components["schemas"]["ResponseFunctionCallOutputItem"] | components["schemas"]["ResponseServerToolCallItem"] | components["schemas"]["ResponseMcpApprovalRequestItem"] | components["schemas"]["ResponseMcpApprovalResponseItem"];
         ResponseError: {
             code: string;
             message: string;
@@ -4394,6 +4536,56 @@ export interface components {
         A2aGetExtendedAgentCardRequest: {
             tenant?: string;
         };
+        /** @description One JSON-RPC message, or for 2025-03-26 clients a batch of them. */
+        McpRequestBody: components["schemas"]["McpJsonRpcMessage"] | components["schemas"]["McpJsonRpcMessage"][];
+        /**
+         * @description A JSON-RPC 2.0 message as MCP uses it: a request (`id`, `method`, `params`), a notification
+         *     (`method` without `id`), or a response (`id` with `result` or `error`).
+         */
+        McpJsonRpcMessage: components["schemas"]["McpJsonRpcRequest"] | components["schemas"]["McpJsonRpcResult"] | components["schemas"]["McpJsonRpcErrorResponse"];
+        /** @description A request (with `id`) or a notification (without). */
+        McpJsonRpcRequest: {
+            /** @constant */
+            jsonrpc: "2.0";
+            id?: string | number;
+            method: string;
+            params?: Record<string, never>;
+        };
+        /** @description A successful response. */
+        McpJsonRpcResult: {
+            /** @constant */
+            jsonrpc: "2.0";
+            id: string | number;
+            result: Record<string, never>;
+        };
+        /** @description A request's id; null only in an error answering a message whose id could not be read. */
+        McpJsonRpcId: string | number | null;
+        McpJsonRpcErrorObject: {
+            code: number;
+            message: string;
+            data?: unknown;
+        };
+        /** @description A JSON-RPC error response. */
+        McpJsonRpcErrorResponse: {
+            /** @constant */
+            jsonrpc: "2.0";
+            id: components["schemas"]["McpJsonRpcId"];
+            error: components["schemas"]["McpJsonRpcErrorObject"];
+        };
+        /** @description OAuth 2.0 Protected Resource Metadata (RFC 9728). */
+        ProtectedResourceMetadata: {
+            /**
+             * Format: uri
+             * @description The protected resource, this server's MCP endpoint.
+             */
+            resource: string;
+            /** @description Who issues its credentials: this server, which issues API keys and session tokens. */
+            authorization_servers: string[];
+            bearer_methods_supported: ("header" | "body" | "query")[];
+            resource_name?: string;
+            /** Format: uri */
+            resource_documentation?: string;
+        };
         A2aJsonRpcError: {
             code: number;
             message: string;
@@ -4751,6 +4943,63 @@ export interface components {
         };
     };
     responses: {
+        /** @description A JSON-RPC error response; `error.data` names our error code and the request id. */
+        McpJsonRpcError: {
+            headers: {
+                "X-Request-Id": components["headers"]["XRequestId"];
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "jsonrpc": "2.0",
+                 *       "id": null,
+                 *       "error": {
+                 *         "code": -32600,
+                 *         "message": "The request does not match the contract.",
+                 *         "data": {
+                 *           "code": "validation_error",
+                 *           "request_id": "req_0123456789abcdef"
+                 *         }
+                 *       }
+                 *     }
+                 */
+                "application/json": components["schemas"]["McpJsonRpcErrorResponse"];
+            };
+        };
+        /** @description No credential, or a bad one; the challenge names the protected resource metadata. */
+        McpUnauthorized: {
+            headers: {
+                "X-Request-Id": components["headers"]["XRequestId"];
+                /** @description `Bearer resource_metadata="<server>/.well-known/oauth-protected-resource/mcp"`, with `error="invalid_token"` when a credential was sent. */
+                "WWW-Authenticate"?: string;
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["McpJsonRpcErrorResponse"];
+            };
+        };
+        /** @description This server keeps no sessions; only POST is served. */
+        McpMethodNotAllowed: {
+            headers: {
+                "X-Request-Id": components["headers"]["XRequestId"];
+                /** @description `POST` */
+                Allow?: string;
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["McpJsonRpcErrorResponse"];
+            };
+        };
+        /** @description The metadata. */
+        ProtectedResourceMetadata: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ProtectedResourceMetadata"];
+            };
+        };
         /** @description The request is not valid; `details` lists what is wrong and where. */
         BadRequest: {
             headers: {
@@ -5134,6 +5383,10 @@ export interface components {
         };
     };
     parameters: {
+        /** @description The MCP revision the client speaks, e.g. `2025-11-25` or `2026-07-28`. */
+        McpProtocolVersion: string;
+        /** @description A session id from an earlier answer. This server issues none; a stale one from another server is ignored. */
+        McpSessionId: string;
         /** @description How many items a page holds. */
         Limit: number;
         /** @description The `next_cursor` of the previous page; the page starts after it. */
@@ -8977,6 +9230,125 @@ export interface operations {
             401: components["responses"]["A2aRestError"];
             404: components["responses"]["A2aRestError"];
             default: components["responses"]["A2aRestError"];
+        };
+    };
+    openMcpStream: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The MCP revision the client speaks, e.g. `2025-11-25` or `2026-07-28`. */
+                "MCP-Protocol-Version"?: components["parameters"]["McpProtocolVersion"];
+                /** @description A session id from an earlier answer. This server issues none; a stale one from another server is ignored. */
+                "Mcp-Session-Id"?: components["parameters"]["McpSessionId"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            401: components["responses"]["McpUnauthorized"];
+            405: components["responses"]["McpMethodNotAllowed"];
+            default: components["responses"]["McpJsonRpcError"];
+        };
+    };
+    sendMcpMessage: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The MCP revision the client speaks, e.g. `2025-11-25` or `2026-07-28`. */
+                "MCP-Protocol-Version"?: components["parameters"]["McpProtocolVersion"];
+                /** @description A session id from an earlier answer. This server issues none; a stale one from another server is ignored. */
+                "Mcp-Session-Id"?: components["parameters"]["McpSessionId"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "jsonrpc": "2.0",
+                 *       "id": 1,
+                 *       "method": "tools/list",
+                 *       "params": {}
+                 *     }
+                 */
+                "application/json": components["schemas"]["McpRequestBody"];
+            };
+        };
+        responses: {
+            /** @description The JSON-RPC response to the request, or a stream of messages that ends with it. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["McpJsonRpcMessage"];
+                    "text/event-stream": components["schemas"]["McpJsonRpcMessage"];
+                };
+            };
+            /** @description The notification or response was accepted. */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["McpJsonRpcError"];
+            401: components["responses"]["McpUnauthorized"];
+            403: components["responses"]["McpJsonRpcError"];
+            406: components["responses"]["McpJsonRpcError"];
+            413: components["responses"]["McpJsonRpcError"];
+            415: components["responses"]["McpJsonRpcError"];
+            429: components["responses"]["McpJsonRpcError"];
+            default: components["responses"]["McpJsonRpcError"];
+        };
+    };
+    deleteMcpSession: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The MCP revision the client speaks, e.g. `2025-11-25` or `2026-07-28`. */
+                "MCP-Protocol-Version"?: components["parameters"]["McpProtocolVersion"];
+                /** @description A session id from an earlier answer. This server issues none; a stale one from another server is ignored. */
+                "Mcp-Session-Id"?: components["parameters"]["McpSessionId"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            401: components["responses"]["McpUnauthorized"];
+            405: components["responses"]["McpMethodNotAllowed"];
+            default: components["responses"]["McpJsonRpcError"];
+        };
+    };
+    getProtectedResourceMetadata: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: components["responses"]["ProtectedResourceMetadata"];
+            400: components["responses"]["BadRequest"];
+            default: components["responses"]["Error"];
+        };
+    };
+    getMcpProtectedResourceMetadata: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: components["responses"]["ProtectedResourceMetadata"];
+            400: components["responses"]["BadRequest"];
+            default: components["responses"]["Error"];
         };
     };
 }

@@ -88,7 +88,10 @@ export type SecuredOperationId =
   | 'listA2aPushConfigs'
   | 'createA2aPushConfig'
   | 'getA2aPushConfig'
-  | 'deleteA2aPushConfig';
+  | 'deleteA2aPushConfig'
+  | 'openMcpStream'
+  | 'sendMcpMessage'
+  | 'deleteMcpSession';
 
 type Op<K extends OperationId> = operations[K];
 type ParamsOf<K extends OperationId, In extends 'path' | 'query'> = [Op<K>['parameters'][In]] extends [undefined]
@@ -329,6 +332,16 @@ export interface Handlers<Auth, Ctx = object> {
   getA2aPushConfig: Handler<'getA2aPushConfig', 200, Auth, Ctx>;
   /** DELETE /a2a/{a2aTargetId}/tasks/{a2aTaskId}/pushNotificationConfigs/{a2aPushConfigId}: A2A DeleteTaskPushNotificationConfig (HTTP+JSON) */
   deleteA2aPushConfig: Handler<'deleteA2aPushConfig', 204, Auth, Ctx>;
+  /** GET /mcp: Open a stream of server messages (not offered) */
+  openMcpStream: Handler<'openMcpStream', never, Auth, Ctx>;
+  /** POST /mcp: Send a message to this server's MCP endpoint (Streamable HTTP) */
+  sendMcpMessage: Handler<'sendMcpMessage', 200 | 202, Auth, Ctx>;
+  /** DELETE /mcp: End an MCP session (not offered) */
+  deleteMcpSession: Handler<'deleteMcpSession', never, Auth, Ctx>;
+  /** GET /.well-known/oauth-protected-resource: This server's protected resource metadata (RFC 9728) */
+  getProtectedResourceMetadata: Handler<'getProtectedResourceMetadata', 200, Auth, Ctx>;
+  /** GET /.well-known/oauth-protected-resource/mcp: The MCP endpoint's protected resource metadata (RFC 9728) */
+  getMcpProtectedResourceMetadata: Handler<'getMcpProtectedResourceMetadata', 200, Auth, Ctx>;
 }
 
 export interface RouteSpec {
@@ -444,4 +457,9 @@ export const routes: readonly RouteSpec[] = [
   { operationId: 'createA2aPushConfig', method: 'post', path: '/a2a/{a2aTargetId}/tasks/{a2aTaskId}/pushNotificationConfigs', expressPath: "/a2a/:a2aTargetId/tasks/:a2aTaskId/pushNotificationConfigs", secured: true, handlerStatuses: [200], responseContent: {"200":["application/json"]}, requestContentTypes: ["application/json"], errorFormat: "a2a-rest" },
   { operationId: 'getA2aPushConfig', method: 'get', path: '/a2a/{a2aTargetId}/tasks/{a2aTaskId}/pushNotificationConfigs/{a2aPushConfigId}', expressPath: "/a2a/:a2aTargetId/tasks/:a2aTaskId/pushNotificationConfigs/:a2aPushConfigId", secured: true, handlerStatuses: [200], responseContent: {"200":["application/json"]}, requestContentTypes: [], errorFormat: "a2a-rest" },
   { operationId: 'deleteA2aPushConfig', method: 'delete', path: '/a2a/{a2aTargetId}/tasks/{a2aTaskId}/pushNotificationConfigs/{a2aPushConfigId}', expressPath: "/a2a/:a2aTargetId/tasks/:a2aTaskId/pushNotificationConfigs/:a2aPushConfigId", secured: true, handlerStatuses: [204], responseContent: {"204":[]}, requestContentTypes: [], errorFormat: "a2a-rest" },
+  { operationId: 'openMcpStream', method: 'get', path: '/mcp', expressPath: "/mcp", secured: true, handlerStatuses: [], responseContent: {}, requestContentTypes: [], errorFormat: "mcp-jsonrpc" },
+  { operationId: 'sendMcpMessage', method: 'post', path: '/mcp', expressPath: "/mcp", secured: true, handlerStatuses: [200, 202], responseContent: {"200":["application/json","text/event-stream"],"202":[]}, requestContentTypes: ["application/json"], errorFormat: "mcp-jsonrpc" },
+  { operationId: 'deleteMcpSession', method: 'delete', path: '/mcp', expressPath: "/mcp", secured: true, handlerStatuses: [], responseContent: {}, requestContentTypes: [], errorFormat: "mcp-jsonrpc" },
+  { operationId: 'getProtectedResourceMetadata', method: 'get', path: '/.well-known/oauth-protected-resource', expressPath: "/.well-known/oauth-protected-resource", secured: false, handlerStatuses: [200], responseContent: {"200":["application/json"]}, requestContentTypes: [] },
+  { operationId: 'getMcpProtectedResourceMetadata', method: 'get', path: '/.well-known/oauth-protected-resource/mcp', expressPath: "/.well-known/oauth-protected-resource/mcp", secured: false, handlerStatuses: [200], responseContent: {"200":["application/json"]}, requestContentTypes: [] },
 ];

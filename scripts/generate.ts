@@ -36,7 +36,8 @@ function routeLiteral(op: OperationInfo): string {
 function generateServer(operations: OperationInfo[]): string {
   const secured = operations.filter((op) => op.secured).map((op) => `'${op.operationId}'`);
   const handlerEntries = operations.map((op) => {
-    const statuses = op.handlerStatuses.join(' | ');
+    // An operation that only ever answers errors (thrown, rendered by the error middleware) returns nothing.
+    const statuses = op.handlerStatuses.length > 0 ? op.handlerStatuses.join(' | ') : 'never';
     return `  /** ${op.method.toUpperCase()} ${op.path}: ${op.summary} */\n  ${op.operationId}: Handler<'${op.operationId}', ${statuses}, Auth, Ctx>;`;
   });
   return `${banner}/* eslint-disable */

@@ -18,7 +18,7 @@ import { cacheValidatorRouteMatchers } from './http/route-matchers.ts';
 import { buildHandlers } from './handlers.ts';
 import type { Lifecycle } from './lifecycle.ts';
 import { limitGuards } from './limits/guards.ts';
-import { mcpEndpoint } from './mcp/handlers.ts';
+import { mcpErrorFormats } from './mcp/handlers.ts';
 import { playground } from './playground/serve.ts';
 import type { Services } from './services.ts';
 import { docsAssetOptions } from './system/handlers.ts';
@@ -108,17 +108,6 @@ export function createApp(deps: Services, options: AppOptions = {}): Express {
     );
   }
   app.use(trackInFlight(lifecycle));
-  // Before the operations: the MCP SDK answers /mcp itself (JSON-RPC), behind our own bearer check.
-  app.use(
-    mcpEndpoint({
-      ...deps,
-      publicUrl: config.publicUrl,
-      corsOrigins: config.corsOrigins,
-      bodyLimitBytes: config.bodyLimitBytes,
-      planOf: deps.accountPlans.planOf,
-    }),
-  );
-
   const handlers = { ...buildHandlers(deps, contract), ...options.handlers };
   mountOperations(app, {
     handlers,
@@ -138,6 +127,6 @@ export function createApp(deps: Services, options: AppOptions = {}): Express {
   app.use('/docs', swaggerUi.serveFiles(undefined, docsAssetOptions));
   app.use('/playground', playground());
   app.use(unmatchedRoute);
-  app.use(createErrorHandler(a2aErrorFormats));
+  app.use(createErrorHandler({ ...a2aErrorFormats, ...mcpErrorFormats(config.publicUrl) }));
   return app;
 }

@@ -68,6 +68,7 @@ const HANDLER_FILES: Record<string, string> = {
   Responses: 'server/responses/handlers.ts',
   Conversations: 'server/responses/handlers.ts',
   A2A: 'server/a2a/handlers.ts',
+  MCP: 'server/mcp/handlers.ts',
 };
 
 describe('the shape of the code', () => {

@@ -8,6 +8,7 @@ import { identityHandlers } from './identity/handlers.ts';
 import { protocolHandlers } from './protocols/handlers.ts';
 import { createOpenAIModels } from './protocols/openai-models.ts';
 import { knowledgeHandlers } from './knowledge/handlers.ts';
+import { mcpHandlers } from './mcp/handlers.ts';
 import { responseHandlers } from './responses/handlers.ts';
 import { runHandlers } from './runs/handlers.ts';
 import { sessionHandlers } from './sessions/handlers.ts';
@@ -55,5 +56,6 @@ export function buildHandlers(services: Services, contract: Contract) {
       },
     }),
     ...a2aHandlers(services, contract),
+    ...mcpHandlers({ ...services, publicUrl: services.config.publicUrl, corsOrigins: services.config.corsOrigins, planOf: services.accountPlans.planOf }),
   } satisfies AppHandlers;
 }

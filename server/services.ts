@@ -187,6 +187,7 @@ export async function createServices(config: Config, overrides: ServiceOverrides
   };
   const runLifecycle = createRunLifecycle({ db, runs, sink: new EventSink(runs, logger), clock, logger, metrics, owner: instanceId });
   const serverTools = createServerTools({ clock, knowledge: knowledgeSearcher });
+  const remoteTools = { fetch: outbound.fetch, logger, listTimeoutMs: config.mcpTimeoutSeconds * 1000, callTimeoutMs: config.mcpTimeoutSeconds * 1000 };
   const engine = createRunEngine({
     db,
     agents,
@@ -196,7 +197,7 @@ export async function createServices(config: Config, overrides: ServiceOverrides
     usage,
     lifecycle: runLifecycle,
     serverTools,
-    remoteTools: { fetch: outbound.fetch, logger, listTimeoutMs: config.mcpTimeoutSeconds * 1000, callTimeoutMs: config.mcpTimeoutSeconds * 1000 },
+    remoteTools,
     instanceId,
     signals: createRunSignals(db, logger),
     jobs,
@@ -207,8 +208,8 @@ export async function createServices(config: Config, overrides: ServiceOverrides
   const native = db.native;
   if (native.engine === 'pglite') metrics.measureEmbeddedDatabase(() => pgliteMemoryBytes(native.pglite));
   await engine.start();
-  const teams = createTeamStore({ db, agents, models, limitOf: resourceLimit });
-  const teamRunner = createTeamRunner({ startTurn: engine.startTurn, lifecycle: runLifecycle, serverTools, teams, runs, logger });
+  const teams = createTeamStore({ db, agents, models, sealer, checkUrl: (url) => void outbound.check(url), limitOf: resourceLimit });
+  const teamRunner = createTeamRunner({ startTurn: engine.startTurn, lifecycle: runLifecycle, serverTools, remoteTools, teams, runs, logger });
   const a2aPush = createA2aPush({ db, jobs, outbound, engine, runs, logger, sealer, options: { timeoutMs: 10_000, retryDelaySeconds: 1, retryLimit: 10 } });
   await a2aPush.start();
   // Open streams end with a final event as soon as shutdown begins, so that draining does not wait on them.

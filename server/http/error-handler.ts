@@ -93,10 +93,11 @@ export const unmatchedRoute: RequestHandler = (req, _res, next) => {
 };
 
 /**
- * How an operation of a protocol with its own error shape (A2A's JSON-RPC errors and `google.rpc.Status`)
- * renders an error, named by the operation's `x-error-format`.
+ * How an operation of a protocol with its own error shape (A2A's JSON-RPC errors and `google.rpc.Status`,
+ * MCP's JSON-RPC errors) renders an error, named by the operation's `x-error-format`. Headers it names
+ * replace the error's own (MCP's 401 challenge).
  */
-export type ErrorFormat = (error: ApiError, req: Request) => { status: number; body: unknown };
+export type ErrorFormat = (error: ApiError, req: Request) => { status: number; body: unknown; headers?: Record<string, string> };
 
 export function createErrorHandler(formats: Readonly<Record<string, ErrorFormat>> = {}): ErrorRequestHandler {
   return (error, req, res, next) => handleError(error, req, res, next, req.errorFormat ? formats[req.errorFormat] : undefined);
@@ -124,6 +125,7 @@ const handleError = (...[error, req, res, , format]: [...Parameters<ErrorRequest
   for (const [name, value] of Object.entries(apiError.headers)) res.setHeader(name, value);
   if (format) {
     const rendered = format(apiError, req);
+    for (const [name, value] of Object.entries(rendered.headers ?? {})) res.setHeader(name, value);
     res.status(rendered.status).json(rendered.body);
     return;
   }

@@ -117,3 +117,9 @@ export function requestMcpServer(server: McpServerInput): McpServerConfig {
     tool_approvals: server.tool_approvals ?? {},
   };
 }
+
+/** A turn's servers: the agent's or team's own, and the request's, which replace their own of the same name. */
+export function turnMcpServers(own: McpServerConfig[], requested: McpServerConfig[] | undefined): McpServerConfig[] {
+  const extra = requested ?? [];
+  return [...own.filter((server) => !extra.some((other) => other.name === server.name)), ...extra];
+}

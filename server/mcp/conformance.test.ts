@@ -8,6 +8,7 @@ import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runConformance } from '../../conformance/suite.ts';
 import { startTestServer, type TestServer } from '../testing/harness.ts';
 import { unlimitedPlanEnv } from '../testing/plans.ts';
 
@@ -21,10 +22,12 @@ describe('the MCP conformance kit against /mcp', () => {
   let server: TestServer;
   let proxy: Server;
   let url: string;
+  let apiKey: string;
 
   beforeAll(async () => {
     server = await startTestServer({ env: unlimitedPlanEnv() });
     const user = await server.signUp();
+    apiKey = user.apiKey;
     await user.client.POST('/v1/agents', { body: { name: 'Echo' } });
     const target = new URL(server.url);
     proxy = createServer((req, res) => {
@@ -50,5 +53,14 @@ describe('the MCP conformance kit against /mcp', () => {
     const output = path.join(server.services.config.dataDir, 'conformance');
     const { stdout } = await run(node, [kit, 'server', '--url', url, '--scenario', scenario, '--output-dir', output], { encoding: 'utf8', timeout: 100_000 });
     expect(stdout).toMatch(/Passed: (\d+)\/\1, 0 failed/);
+  });
+
+  it("passes this project's own conformance kit on the MCP operations, credentials included", { timeout: 120_000 }, async () => {
+    const mcp = ['sendMcpMessage', 'openMcpStream', 'deleteMcpSession', 'getProtectedResourceMetadata', 'getMcpProtectedResourceMetadata'];
+    const report = await runConformance({ baseUrl: server.url, apiKey, only: mcp });
+    expect(report.operations.map((operation) => [operation.operationId, operation.verdict, operation.reasons])).toEqual(
+      report.operations.map((operation) => [operation.operationId, 'pass', operation.reasons]),
+    );
+    expect(report.operations.map((operation) => operation.operationId).sort()).toEqual([...mcp].sort());
   });
 });

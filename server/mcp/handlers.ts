@@ -3,31 +3,34 @@
 // sessions). Its tools are the caller's: one per agent and per team (a message in, the reply with the run
 // and session ids out), knowledge_search, list_agents and get_run. The bearer credential is ours (an API
 // key or a session token); every call goes through the same store reads, rate limit and quotas as the
-// REST operation it mirrors, so another user's agents are neither listed nor callable.
-import express, { type Router } from 'express';
-import { toNodeHandler } from '@modelcontextprotocol/node';
+// REST operation it mirrors, so another user's agents are neither listed nor callable. /mcp is an
+// operation of the contract like any other: requests are authenticated, limited and validated before the
+// SDK sees them, and errors are rendered as JSON-RPC errors (server/mcp/errors.ts).
 import { createMcpHandler, fromJsonSchema, McpServer, type CallToolResult } from '@modelcontextprotocol/server';
 import type { Logger } from 'pino';
 import type { PlanSpec } from '../billing/plans.ts';
 import { ApiError } from '../errors.ts';
-import { authenticateRequest, callerOf, type Authenticator, type Principal } from '../http/auth.ts';
+import { readEventStream } from '../../client/sse.ts';
+import type { components } from '../../generated/openapi.gen.ts';
+import type { SseFrame } from '../../generated/server.gen.ts';
+import { callerOf, type Principal } from '../http/auth.ts';
+import type { ErrorFormat } from '../http/error-handler.ts';
+import type { AppHandlers } from '../http/operations.ts';
 import type { Quotas } from '../limits/quotas.ts';
-import { rateLimited, rateLimitHeaders } from '../limits/rate-limiter.ts';
-import type { RequestLimits } from '../limits/request-limit.ts';
 import { chatTurn } from '../runs/chat.ts';
+import type { ApprovalAnswer } from '../runs/loop.ts';
 import type { RunEngine, RunHandle, TeamTurnInput, TurnOptions } from '../runs/engine.ts';
 import { toRun, type RunStore } from '../runs/store.ts';
 import { agentTurn, teamTurn } from '../runs/turns.ts';
 import type { AgentStore } from '../agents/agents.ts';
 import type { TeamStore } from '../teams/teams.ts';
 import type { Knowledge } from '../knowledge/service.ts';
+import { mcpJsonRpcError, McpTransportError } from './errors.ts';
 
 export interface McpEndpointDeps {
   publicUrl: string;
   /** Browser origins allowed besides PUBLIC_URL's own (CORS_ORIGINS). */
   corsOrigins: string[];
-  bodyLimitBytes: number;
-  authenticator: Authenticator;
   agents: AgentStore;
   teams: TeamStore;
   runs: RunStore;
@@ -35,7 +38,6 @@ export interface McpEndpointDeps {
   teamRunner: { startTeamTurn(input: TeamTurnInput, options: TurnOptions): Promise<RunHandle> };
   knowledge: Pick<Knowledge, 'search'>;
   planOf(userId: string): Promise<PlanSpec>;
-  requestLimits: RequestLimits;
   quotas: Quotas;
   logger: Logger;
 }
@@ -63,13 +65,29 @@ async function answer(logger: Logger, work: () => Promise<CallToolResult>): Prom
   }
 }
 
-const chatInput = fromJsonSchema<{ message: string; session_id?: string }>({
+type ChatArgs = { message?: string; session_id?: string; approvals?: ApprovalAnswer[] };
+
+const chatInput = fromJsonSchema<ChatArgs>({
   type: 'object',
   properties: {
     message: { type: 'string', minLength: 1, maxLength: 32000, description: 'What to say.' },
     session_id: { type: 'string', description: 'Continue this session (from an earlier reply); a new one when omitted.' },
+    approvals: {
+      type: 'array',
+      maxItems: 64,
+      description: "Answers to the tool calls the session's run waits to have approved (`approvals` of an earlier reply), sent with its session_id.",
+      items: {
+        type: 'object',
+        properties: {
+          tool_call_id: { type: 'string', minLength: 1, maxLength: 200 },
+          decision: { type: 'string', enum: ['approve', 'deny'] },
+          reason: { type: 'string', maxLength: 2000, description: "Why; a denial's reason is given to the agent." },
+        },
+        required: ['tool_call_id', 'decision'],
+        additionalProperties: false,
+      },
+    },
   },
-  required: ['message'],
   additionalProperties: false,
 });
 const chatOutput = fromJsonSchema<Json>({
@@ -79,6 +97,15 @@ const chatOutput = fromJsonSchema<Json>({
     status: { type: 'string' },
     run_id: { type: 'string' },
     session_id: { type: 'string' },
+    approvals: {
+      type: 'array',
+      description: 'The tool calls the run waits to have approved, when its status is requires_action.',
+      items: {
+        type: 'object',
+        properties: { tool_call_id: { type: 'string' }, name: { type: 'string' }, arguments: { type: 'string' } },
+        required: ['tool_call_id', 'name', 'arguments'],
+      },
+    },
   },
   required: ['reply', 'status', 'run_id', 'session_id'],
 });
@@ -109,17 +136,34 @@ async function serverFor(principal: Principal, deps: McpEndpointDeps): Promise<M
   const runQuota = async () => {
     await deps.quotas.enforce(caller.userId, await deps.planOf(caller.userId), ['tokens_per_month', 'runs_per_day']);
   };
-  const chat = async (start: ReturnType<typeof agentTurn>, args: { message: string; session_id?: string }, signal: AbortSignal) => {
+  const chat = async (start: ReturnType<typeof agentTurn>, args: ChatArgs, signal: AbortSignal) => {
     await runQuota();
-    const turn = await chatTurn(caller, { messages: [{ role: 'user', content: args.message }], ...(args.session_id ? { session_id: args.session_id } : {}) }, { stream: false, signal }, start);
+    const request = {
+      messages: args.message ? [{ role: 'user' as const, content: args.message }] : [],
+      ...(args.session_id ? { session_id: args.session_id } : {}),
+      ...(args.approvals?.length ? { approvals: args.approvals } : {}),
+    };
+    const turn = await chatTurn(caller, request, { stream: false, signal }, start);
     if (!('body' in turn)) throw new Error('a blocking turn answered a stream');
     const body = turn.body;
     const content = body.message?.content;
     const reply = typeof content === 'string' ? content : content ? JSON.stringify(content) : null;
     const structured = { reply, status: body.status, run_id: body.run_id, session_id: body.session_id };
     if (body.status === 'requires_action') {
+      const action = body.required_action;
+      const asked = new Set((action?.approvals ?? []).map((approval) => approval.tool_call_id));
+      const calls = action?.tool_calls ?? [];
+      // Approvals can be answered here; a client-side tool of the agent's only through the HTTP API.
+      if (asked.size > 0 && calls.every((call) => asked.has(call.id))) {
+        const approvals = calls.map((call) => ({ tool_call_id: call.id, name: call.function.name, arguments: call.function.arguments }));
+        const list = approvals.map((call) => `${call.name} ${call.arguments} (tool_call_id ${call.tool_call_id})`).join('; ');
+        return text(
+          `The run ${body.run_id} waits for approval of: ${list}. Call this tool again with session_id "${body.session_id}" and approvals [{tool_call_id, decision: "approve" or "deny", reason?}], one per call.`,
+          { ...structured, approvals },
+        );
+      }
       return text(
-        `The run ${body.run_id} waits for client-side tools or approvals (${body.required_action?.tool_calls.map((call) => call.function.name).join(', ')}); answer them through the HTTP API with session ${body.session_id}.`,
+        `The run ${body.run_id} waits for client-side tools${asked.size > 0 ? ' and approvals' : ''} (${calls.map((call) => call.function.name).join(', ')}); answer them through the HTTP API with session ${body.session_id}.`,
         structured,
       );
     }
@@ -187,7 +231,7 @@ async function serverFor(principal: Principal, deps: McpEndpointDeps): Promise<M
       `${kind}_${target.id}`,
       {
         title: target.name,
-        description: `Talk to the ${kind} "${target.name}"${target.description ? `: ${target.description}` : ''}. Returns its reply with the run and session ids.`,
+        description: `Talk to the ${kind} "${target.name}"${target.description ? `: ${target.description}` : ''}. Returns its reply with the run and session ids; a tool call it must have approved first comes back as status requires_action with \`approvals\`, answered by calling again with the session_id and approvals.`,
         inputSchema: chatInput,
         outputSchema: chatOutput,
       },
@@ -197,28 +241,37 @@ async function serverFor(principal: Principal, deps: McpEndpointDeps): Promise<M
   return server;
 }
 
-/** The MCP endpoint and its RFC 9728 Protected Resource Metadata. */
-export function mcpEndpoint(deps: McpEndpointDeps): Router {
-  const router = express.Router();
-  const resource = new URL('/mcp', deps.publicUrl).href;
-  const metadataUrl = new URL('/.well-known/oauth-protected-resource/mcp', deps.publicUrl).href;
+type Schemas = components['schemas'];
+
+/** The messages of an SSE answer of the SDK, as frames for our event stream writer (which adds keep-alives). */
+async function* framesOf(body: ReadableStream<BufferSource>): AsyncGenerator<SseFrame<Schemas['McpJsonRpcMessage']>> {
+  for await (const event of readEventStream<Schemas['McpJsonRpcMessage']>(body)) {
+    yield { data: event.data, ...(event.event ? { event: event.event } : {}), ...(event.id ? { id: event.id } : {}) };
+  }
+}
+
+/** Request headers the SDK's transport reads; the body comes parsed, so none about its bytes. */
+const FORWARDED = new Set(['accept', 'content-type', 'last-event-id']);
+
+/**
+ * The MCP endpoint's operations and its RFC 9728 Protected Resource Metadata. Requests reach the SDK after
+ * the contract's own layers: authentication, the rate limit, the body limit and request validation.
+ */
+export function mcpHandlers(deps: McpEndpointDeps) {
+  const endpoint = new URL('/mcp', deps.publicUrl).href;
   const metadata = {
-    resource,
+    resource: endpoint,
     // Our credentials are issued by this server itself (API keys, and session tokens from its sign-in).
     authorization_servers: [new URL('/', deps.publicUrl).href],
-    bearer_methods_supported: ['header'],
+    bearer_methods_supported: ['header' as const],
     resource_name: 'Open Agent API',
     resource_documentation: new URL('/docs', deps.publicUrl).href,
   };
-  router.get(['/.well-known/oauth-protected-resource', '/.well-known/oauth-protected-resource/mcp'], (_req, res) => {
-    res.json(metadata);
-  });
-
-  const handler = createMcpHandler((ctx) => serverFor(ctx.authInfo!.extra!.principal as Principal, deps), {
+  const sdk = createMcpHandler((ctx) => serverFor(ctx.authInfo!.extra!.principal as Principal, deps), {
     onerror: (error) => deps.logger.debug({ err: error }, 'an MCP request was refused'),
+    // Our event stream writer sends its own keep-alives.
+    keepAliveMs: 0,
   });
-  const node = toNodeHandler(handler);
-  const challenge = (error: string | undefined) => `Bearer resource_metadata="${metadataUrl}"${error ? `, error="${error}"` : ''}`;
 
   const publicOrigin = new URL(deps.publicUrl).origin;
   const LOOPBACK = new Set(['localhost', '127.0.0.1', '[::1]']);
@@ -232,38 +285,63 @@ export function mcpEndpoint(deps: McpEndpointDeps): Router {
       return false;
     }
   };
-  router.all('/mcp', express.json({ limit: deps.bodyLimitBytes }), async (req, res, next) => {
-    try {
-      // A web page elsewhere must not drive the endpoint through a browser (DNS rebinding): the spec asks
-      // servers to check Origin.
-      const origin = req.headers.origin;
-      if (origin !== undefined && !allowedOrigin(origin)) {
-        throw new ApiError('forbidden', `Requests from the origin ${origin} are not allowed here.`);
-      }
-      let principal: Principal;
-      try {
-        principal = await authenticateRequest(req, deps.authenticator);
-      } catch (error) {
-        if (!(error instanceof ApiError) || error.code !== 'unauthorized') throw error;
-        const sent = req.headers.authorization !== undefined || req.headers['x-api-key'] !== undefined;
-        throw new ApiError('unauthorized', error.message, { headers: { 'WWW-Authenticate': challenge(sent ? 'invalid_token' : undefined) } });
-      }
-      // One MCP request counts as one API request against the caller's rate limit.
-      const limited = await deps.requestLimits.consume(principal.userId, await deps.planOf(principal.userId));
-      if (limited) {
-        for (const [name, value] of Object.entries(rateLimitHeaders(limited))) res.setHeader(name, value);
-        if (!limited.allowed) throw rateLimited(limited, 'requests');
-      }
-      (req as typeof req & { auth?: unknown }).auth = {
-        token: 'bearer',
-        clientId: principal.userId,
-        scopes: [],
-        extra: { principal },
-      };
-      await node(req, res, req.body);
-    } catch (error) {
-      next(error);
+
+  /** Hands a request to the SDK; an error answer of its transport is thrown, to be rendered as it wrote it. */
+  const forward = async (request: { method: 'GET' | 'POST' | 'DELETE'; headers: Readonly<Record<string, string | undefined>>; body?: unknown; auth: Principal; signal: AbortSignal }) => {
+    // A web page elsewhere must not drive the endpoint through a browser (DNS rebinding): the spec asks
+    // servers to check Origin.
+    const origin = request.headers.origin;
+    if (origin !== undefined && !allowedOrigin(origin)) {
+      throw new ApiError('forbidden', `Requests from the origin ${origin} are not allowed here.`);
     }
-  });
-  return router;
+    const headers = new Headers();
+    for (const [name, value] of Object.entries(request.headers)) {
+      if (value !== undefined && (FORWARDED.has(name) || name.startsWith('mcp-'))) headers.set(name, value);
+    }
+    const response = await sdk.fetch(new Request(endpoint, { method: request.method, headers, signal: request.signal }), {
+      authInfo: { token: 'bearer', clientId: request.auth.userId, scopes: [], extra: { principal: request.auth } },
+      ...(request.method === 'POST' ? { parsedBody: request.body } : {}),
+    });
+    if (response.status >= 400) {
+      const body: unknown = await response.json().catch(() => null);
+      const allow = response.headers.get('allow');
+      throw new McpTransportError(response.status, body, allow ? { Allow: allow } : {});
+    }
+    return response;
+  };
+  /** GET and DELETE: a server without sessions has no stream to open or session to end, and the SDK says so. */
+  const sessionless = async (request: Parameters<typeof forward>[0]): Promise<never> => {
+    const response = await forward(request);
+    await response.body?.cancel();
+    throw new ApiError('internal_error', `The MCP transport answered ${request.method} with ${response.status}, which this server does not offer.`);
+  };
+
+  return {
+    async sendMcpMessage({ auth, headers, body, signal }) {
+      const response = await forward({ method: 'POST', headers, body, auth, signal });
+      if (response.status === 202 || !response.body) return { status: 202 };
+      if ((response.headers.get('content-type') ?? '').startsWith('text/event-stream')) {
+        return { status: 200, stream: framesOf(response.body) };
+      }
+      return { status: 200, body: (await response.json()) as Schemas['McpJsonRpcMessage'] };
+    },
+    async openMcpStream({ auth, headers, signal }) {
+      return sessionless({ method: 'GET', headers, auth, signal });
+    },
+    async deleteMcpSession({ auth, headers, signal }) {
+      return sessionless({ method: 'DELETE', headers, auth, signal });
+    },
+    async getProtectedResourceMetadata() {
+      return { status: 200, body: metadata };
+    },
+    async getMcpProtectedResourceMetadata() {
+      return { status: 200, body: metadata };
+    },
+  } satisfies Partial<AppHandlers>;
+}
+
+/** How the MCP operations render errors, by their `x-error-format`. */
+export function mcpErrorFormats(publicUrl: string): Record<string, ErrorFormat> {
+  const metadataUrl = new URL('/.well-known/oauth-protected-resource/mcp', publicUrl).href;
+  return { 'mcp-jsonrpc': (error, req) => mcpJsonRpcError(error, { body: req.body, id: req.id }, metadataUrl) };
 }

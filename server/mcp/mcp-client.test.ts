@@ -199,6 +199,119 @@ describe.each(await availableEngines())('agents with MCP servers on %s', (engine
     expect(body.output.find((message) => message.type === 'mcp_call_output')?.content[0]?.data?.output).toContain('count is');
   });
 
+  it('asks on /process with an mcp_approval_request, and an mcp_approval_response goes on with the same run', async () => {
+    type Message = { id: string; type: string; role: string | null; content: { type: string; data?: Record<string, unknown> }[] | null };
+    type Answer = { status: string; session_id: string; output: Message[] };
+    const agent = await createAgent({ mcp_servers: [{ name: 'counter', url: `${mcp.url}/counter` }] });
+    const process = async (body: Record<string, unknown>) => {
+      const response = await fetch(`${server.url}/v1/agents/${agent.id}/process`, {
+        method: 'POST',
+        headers: { Authorization: `Bearer ${user.apiKey}`, 'Content-Type': 'application/json' },
+        body: JSON.stringify({ stream: false, ...body }),
+      });
+      return { status: response.status, body: (await response.json()) as Answer };
+    };
+    const ask = { role: 'user', type: 'message', content: [{ type: 'text', text: 'counter__increment now' }] };
+    const answer = (request: Message, approve: boolean, reason?: string) => ({
+      role: 'user',
+      type: 'mcp_approval_response',
+      content: [{ type: 'data', data: { approval_request_id: request.content![0]!.data!.id, approve, ...(reason ? { reason } : {}) } }],
+    });
+
+    for (const [approve, session] of [
+      [true, 'as-approve'],
+      [false, 'as-deny'],
+    ] as const) {
+      const before = mcp.count();
+      const halted = await process({ input: [ask], session_id: session });
+      expect(halted.status).toBe(200);
+      expect(halted.body.status).toBe('completed');
+      const request = halted.body.output.find((message) => message.type === 'mcp_approval_request')!;
+      // The runtime's McpApprovalRequest: id, arguments, name, server_label.
+      expect(request).toMatchObject({ role: 'assistant', content: [{ type: 'data', data: { id: expect.any(String), name: 'counter__increment', arguments: expect.any(String), server_label: 'counter' } }] });
+      expect(mcp.count()).toBe(before);
+      const run = await server.services.db.query<{ id: string; status: string }>("SELECT id, status FROM runs WHERE session_id = (SELECT id FROM sessions WHERE external_id = $1)", [session]);
+      expect(run).toEqual([{ id: expect.any(String), status: 'requires_action' }]);
+
+      // The reference client echoes the history back with the answer after it.
+      const done = await process({ input: [ask, request, answer(request, approve, approve ? undefined : 'not today')], session_id: session });
+      expect(done.status).toBe(200);
+      expect(done.body.status).toBe('completed');
+      expect(mcp.count()).toBe(approve ? before + 1 : before);
+      const output = done.body.output.find((message) => message.type === 'mcp_call_output')?.content?.[0]?.data?.output;
+      expect(output).toContain(approve ? `count is ${before + 1}` : 'not today');
+      const last = done.body.output.at(-1)!.content![0] as { text?: string };
+      expect(last.text).toContain(approve ? `count is ${before + 1}` : 'denied');
+      const runs = await server.services.db.query<{ id: string; status: string }>("SELECT id, status FROM runs WHERE session_id = (SELECT id FROM sessions WHERE external_id = $1)", [session]);
+      expect(runs).toEqual([{ id: run[0]!.id, status: 'completed' }]);
+    }
+
+    // An answer to nothing pending is refused; so is one that is not an McpApprovalResponse.
+    const stray = await process({ input: [{ role: 'user', type: 'mcp_approval_response', content: [{ type: 'data', data: { approval_request_id: 'call_nothing', approve: true } }] }], session_id: 'as-approve' });
+    expect(stray.status).toBe(400);
+    const malformed = await process({ input: [{ role: 'user', type: 'mcp_approval_response', content: [{ type: 'data', data: { approval_request_id: 'call_nothing', approve: 'yes' } }] }] });
+    expect(malformed.status).toBe(400);
+  });
+
+  it("gives a team's leader the team's MCP servers, sealed at rest, under the same approvals", async () => {
+    const member = await createAgent({ name: 'Helper' });
+    const created = await user.client.POST('/v1/teams', {
+      body: {
+        name: 'Crew',
+        leader_model: 'local',
+        members: [{ agent_id: member.id }],
+        mcp_servers: [{ name: 'counter', url: `${mcp.url}/counter`, headers: { Authorization: 'Bearer team-s3cret' } }],
+      },
+    });
+    expect(created.response.status).toBe(201);
+    const team = created.data!;
+    expect(team.mcp_servers).toEqual([
+      { name: 'counter', url: `${mcp.url}/counter`, headers: { Authorization: '********' }, allowed_tools: null, approval: 'always_ask', tool_approvals: {} },
+    ]);
+    const [row] = await server.services.db.query<{ mcp_servers: unknown }>('SELECT mcp_servers FROM teams WHERE id = $1', [team.id]);
+    expect(JSON.stringify(row!.mcp_servers)).not.toContain('team-s3cret');
+    // Another user's team answers like a missing one.
+    const other = await server.signUp();
+    expect((await other.client.GET('/v1/teams/{teamId}', { params: { path: { teamId: team.id } } })).response.status).toBe(404);
+
+    const teamChat = async (body: ChatRequest) => {
+      const answer = await user.client.POST('/v1/teams/{teamId}/chat', { params: { path: { teamId: team.id } }, body });
+      expect(answer.response.status).toBe(200);
+      return answer.data!;
+    };
+    for (const decision of ['approve', 'deny'] as const) {
+      const before = mcp.count();
+      const halted = await teamChat({ messages: [{ role: 'user', content: 'counter__increment now' }] });
+      expect(halted.status).toBe('requires_action');
+      const call = halted.required_action!.tool_calls[0]!;
+      expect(halted.required_action!.approvals).toEqual([{ tool_call_id: call.id, name: 'counter__increment', mcp: { server: 'counter', tool: 'increment' } }]);
+      expect(mcp.count()).toBe(before);
+      const done = await teamChat({ session_id: halted.session_id, messages: [], approvals: [{ tool_call_id: call.id, decision, ...(decision === 'deny' ? { reason: 'not now' } : {}) }] });
+      expect(done.status).toBe('completed');
+      expect(done.run_id).toBe(halted.run_id);
+      expect(mcp.count()).toBe(decision === 'approve' ? before + 1 : before);
+      expect(done.message?.content).toContain(decision === 'approve' ? `count is ${before + 1}` : 'not now');
+    }
+    expect(mcp.authorizations).toContain('Bearer team-s3cret');
+
+    // Sending the mask back keeps the secret; an empty list removes the servers.
+    const kept = await user.client.PATCH('/v1/teams/{teamId}', { params: { path: { teamId: team.id } }, body: { mcp_servers: [{ ...team.mcp_servers[0]!, allowed_tools: ['peek'], approval: 'always_allow' }] } });
+    expect(kept.response.status).toBe(200);
+    const allowed = await teamChat({ messages: [{ role: 'user', content: 'counter__peek please' }] });
+    expect(allowed.status).toBe('completed');
+    expect(allowed.message?.content).toContain('count is');
+    expect(mcp.authorizations.at(-1)).toBe('Bearer team-s3cret');
+    const cleared = await user.client.PATCH('/v1/teams/{teamId}', { params: { path: { teamId: team.id } }, body: { mcp_servers: [] } });
+    expect(cleared.data?.mcp_servers).toEqual([]);
+    // A chat request's servers reach the leader too.
+    const requested = await teamChat({
+      messages: [{ role: 'user', content: 'lent__peek please' }],
+      mcp_servers: [{ name: 'lent', url: `${mcp.url}/counter`, approval: 'always_allow' }],
+    });
+    expect(requested.status).toBe('completed');
+    expect(requested.message?.content).toContain('lent__peek returned: count is');
+  });
+
   it('takes MCP servers on a chat request too', async () => {
     const agent = await createAgent({});
     const before = mcp.count();

@@ -1,6 +1,10 @@
 // This server as an MCP server, end to end: the official SDK's client (2026-07-28 negotiated, and the
 // 2025 initialize handshake) calling /mcp with our API keys, one tool per agent and team, knowledge
-// search, runs, ownership, and the 401 challenge with RFC 9728 metadata, on PGlite and PostgreSQL.
+// search, runs, ownership, and the 401 challenge with RFC 9728 metadata, on PGlite and PostgreSQL; requests
+// checked against the contract and errors as JSON-RPC; agent calls metered and held to the plan as chat is.
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { availableEngines } from '../testing/database.ts';
@@ -55,6 +59,65 @@ describe.each(await availableEngines())('the /mcp endpoint on %s', (engine) => {
     }
   });
 
+  it('validates requests against the contract before the SDK sees them, and answers every error as JSON-RPC', async () => {
+    const mcp = (init: { method?: string; headers?: Record<string, string>; body?: string }) =>
+      fetch(`${server.url}/mcp`, {
+        method: init.method ?? 'POST',
+        headers: { Authorization: `Bearer ${owner.apiKey}`, 'Content-Type': 'application/json', Accept: 'application/json, text/event-stream', ...init.headers },
+        ...(init.body !== undefined ? { body: init.body } : {}),
+      });
+    type RpcError = { jsonrpc: string; id: unknown; error: { code: number; message: string; data?: { code?: string; request_id?: string; details?: { field?: string }[] } } };
+
+    // Not JSON: a parse error. Not a JSON-RPC message: an invalid request, with the id when it can be read,
+    // and our request id and the offending field, which only the contract's validation adds.
+    const garbled = await mcp({ body: '{"jsonrpc": ' });
+    expect(garbled.status).toBe(400);
+    expect((await garbled.json()) as RpcError).toMatchObject({ jsonrpc: '2.0', id: null, error: { code: -32700, data: { code: 'invalid_json' } } });
+    for (const body of [{ jsonrpc: '2.0', id: 7 }, { jsonrpc: '1.0', id: 7, method: 'ping' }, { jsonrpc: '2.0', id: 7, method: 'ping', params: 'nope' }]) {
+      const invalid = await mcp({ body: JSON.stringify(body) });
+      expect(invalid.status).toBe(400);
+      const answer = (await invalid.json()) as RpcError;
+      expect(answer).toMatchObject({ jsonrpc: '2.0', id: 7, error: { code: -32600, data: { code: 'validation_error' } } });
+      expect(answer.error.data?.request_id).toBe(invalid.headers.get('x-request-id'));
+    }
+    const plain = await mcp({ headers: { 'Content-Type': 'text/plain' }, body: 'ping' });
+    expect(plain.status).toBe(415);
+    expect(((await plain.json()) as RpcError).error).toMatchObject({ code: -32000, data: { code: 'unsupported_media_type' } });
+    const empty = await mcp({ body: '[]' });
+    expect(empty.status).toBe(400);
+    expect(((await empty.json()) as RpcError).error.code).toBe(-32600);
+
+    // What the SDK's transport answers itself passes through: GET and DELETE on a server without sessions,
+    // and a client that does not accept both JSON and event streams.
+    for (const method of ['GET', 'DELETE']) {
+      const refused = await mcp({ method, headers: { Accept: 'text/event-stream' } });
+      expect(refused.status).toBe(405);
+      expect(refused.headers.get('allow')).toBe('POST');
+      expect((await refused.json()) as RpcError).toMatchObject({ jsonrpc: '2.0', id: null, error: { code: -32000 } });
+    }
+    const picky = await mcp({ headers: { Accept: 'application/json' }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'ping' }) });
+    expect(picky.status).toBe(406);
+    expect(((await picky.json()) as RpcError).error.code).toBe(-32000);
+
+    // A notification is accepted without a body; a request is answered with its response.
+    const notified = await mcp({ body: JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' }) });
+    expect(notified.status).toBe(202);
+    const pinged = await mcp({
+      headers: { 'MCP-Protocol-Version': '2025-11-25' },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 'p1', method: 'ping' }),
+    });
+    expect(pinged.status).toBe(200);
+    expect(await pinged.text()).toContain('"id":"p1"');
+
+    // A page elsewhere is refused, in JSON-RPC terms; so is a request without a credential.
+    const foreign = await mcp({ headers: { Origin: 'https://evil.example' }, body: JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'ping' }) });
+    expect(foreign.status).toBe(403);
+    expect((await foreign.json()) as RpcError).toMatchObject({ id: 2, error: { code: -32000, data: { code: 'forbidden' } } });
+    const anonymous = await fetch(`${server.url}/mcp`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ jsonrpc: '2.0', id: 3, method: 'ping' }) });
+    expect(anonymous.status).toBe(401);
+    expect((await anonymous.json()) as RpcError).toMatchObject({ jsonrpc: '2.0', error: { code: -32000, data: { code: 'unauthorized' } } });
+  });
+
   it("offers the caller's agents and teams as tools, in a stable order, and never another user's", async () => {
     const first = await agent(owner, 'Alpha');
     const second = await agent(owner, 'Beta');
@@ -100,6 +163,33 @@ describe.each(await availableEngines())('the /mcp endpoint on %s', (engine) => {
     }
   });
 
+  it('asks for approval through the tool result, and the same run goes on when the caller answers in a second call', async () => {
+    const careful = await owner.client.POST('/v1/agents', { body: { name: 'Careful', server_tools: ['calculator'], server_tool_approvals: { calculator: 'always_ask' } } });
+    expect(careful.response.status).toBe(201);
+    const tool = `agent_${careful.data!.id}`;
+    const client = await connect(owner, 'auto');
+    type Structured = { status: string; run_id: string; session_id: string; reply: string | null; approvals?: { tool_call_id: string; name: string; arguments: string }[] };
+    for (const decision of ['approve', 'deny'] as const) {
+      const halted = (await client.callTool({ name: tool, arguments: { message: 'calculator {"expression": "6*7"}' } })) as ToolResult;
+      expect(halted.isError).toBeFalsy();
+      const asked = halted.structuredContent as Structured;
+      expect(asked.status).toBe('requires_action');
+      expect(asked.approvals).toEqual([{ tool_call_id: expect.any(String), name: 'calculator', arguments: '{"expression":"6*7"}' }]);
+      expect(halted.content[0]?.text).toContain(asked.approvals![0]!.tool_call_id);
+      const answered = (await client.callTool({
+        name: tool,
+        arguments: { session_id: asked.session_id, approvals: [{ tool_call_id: asked.approvals![0]!.tool_call_id, decision, ...(decision === 'deny' ? { reason: 'no maths today' } : {}) }] },
+      })) as ToolResult;
+      expect(answered.isError).toBeFalsy();
+      expect(answered.structuredContent).toMatchObject({ status: 'completed', run_id: asked.run_id, session_id: asked.session_id });
+      expect((answered.structuredContent as Structured).reply).toContain(decision === 'approve' ? '42' : 'no maths today');
+    }
+    // Nothing to say and nothing to answer is the chat's own refusal, as a tool error.
+    const empty = (await client.callTool({ name: tool, arguments: {} })) as ToolResult;
+    expect(empty.isError).toBe(true);
+    expect(empty.content[0]?.text).toContain('invalid_request');
+  });
+
   it('searches knowledge as the REST search does', async () => {
     const uploaded = await owner.client.POST('/v1/knowledge/documents', { body: { title: 'Cats', text: 'Cats purr when they are content and sleep most of the day.' } });
     expect(uploaded.response.status).toBe(201);
@@ -109,5 +199,54 @@ describe.each(await availableEngines())('the /mcp endpoint on %s', (engine) => {
     expect(JSON.stringify((found.structuredContent as { results: unknown[] }).results)).toContain('Cats purr');
     const empty = (await (await connect(stranger, 'auto')).callTool({ name: 'knowledge_search', arguments: { query: 'why do cats purr' } })) as ToolResult;
     expect(empty.structuredContent).toMatchObject({ results: [] });
+  });
+});
+
+describe('/mcp tool calls against the plan', () => {
+  let server: TestServer;
+  let dir: string;
+
+  beforeAll(async () => {
+    dir = mkdtempSync(path.join(tmpdir(), 'oaa-mcp-plans-'));
+    const plans = path.join(dir, 'plans.yaml');
+    // Two runs a day, and requests enough for the handshake and the calls.
+    writeFileSync(
+      plans,
+      `plans:\n  - id: free\n    name: Free\n    limits:\n      requests_per_minute: 100\n      tokens_per_month: 100000\n      runs_per_day: 2\n      agents: 5\n      teams: 5\n      knowledge_documents: 5\n      knowledge_bytes: 100000\n`,
+    );
+    server = await startTestServer({ env: { PLANS_FILE: plans } });
+  }, 180_000);
+  afterAll(async () => {
+    await server?.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('meters an agent called through /mcp as a run with its tokens, and holds it to the run quota as chat does', async () => {
+    const user = await server.signUp();
+    const agent = (await user.client.POST('/v1/agents', { body: { name: 'Metered' } })).data!;
+    const client = new Client({ name: 'test', version: '1.0.0' });
+    await client.connect(new StreamableHTTPClientTransport(new URL(`${server.url}/mcp`), { requestInit: { headers: { Authorization: `Bearer ${user.apiKey}` } } }));
+    const usage = async () => {
+      const report = (await user.client.GET('/v1/account/usage')).data!;
+      const used = (metric: string) => report.limits.find((limit) => limit.metric === metric)?.used;
+      return { runs: used('runs_per_day'), tokens: used('tokens_per_month') };
+    };
+    const before = await usage();
+    const first = (await client.callTool({ name: `agent_${agent.id}`, arguments: { message: 'count me' } })) as { isError?: boolean };
+    expect(first.isError).toBeFalsy();
+    const after = await usage();
+    expect(after.runs).toBe(before.runs! + 1);
+    expect(after.tokens).toBeGreaterThan(before.tokens!);
+
+    // The plan allows two runs a day: the REST chat spends the second, and /mcp is then refused as chat is.
+    const chat = await user.client.POST('/v1/agents/{agentId}/chat', { params: { path: { agentId: agent.id } }, body: { messages: [{ role: 'user', content: 'once more' }] } });
+    expect(chat.response.status).toBe(200);
+    const refused = (await client.callTool({ name: `agent_${agent.id}`, arguments: { message: 'too many' } })) as { isError?: boolean; content: { text?: string }[] };
+    expect(refused.isError).toBe(true);
+    expect(refused.content[0]?.text).toContain('quota_exceeded');
+    const rest = await user.client.POST('/v1/agents/{agentId}/chat', { params: { path: { agentId: agent.id } }, body: { messages: [{ role: 'user', content: 'and again' }] } });
+    expect(rest.response.status).toBe(402);
+    expect((await usage()).runs).toBe(before.runs! + 2);
+    await client.close();
   });
 });

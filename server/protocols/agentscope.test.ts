@@ -137,6 +137,27 @@ describe('AgentScope projection', () => {
     expect(((next.output.at(-1)!.content as Json[])[0] as Json).text).toBe('lookup returned: 42.');
   });
 
+  it('asks approval with mcp_approval_request and goes on after mcp_approval_response; the echoed history stays valid', async () => {
+    const agent = await create('/v1/agents', { name: 'Careful calc', server_tools: ['calculator'], server_tool_approvals: { calculator: 'always_ask' } });
+    const ask = userText('calculator {"expression": "6*7"}');
+    const halted = checkStream(await dataLines(await post(`/v1/agents/${agent}/process`, { input: [ask], session_id: 'as-approval' })));
+    expect(halted.output.map((message) => `${message.type as string}/${message.role as string}`)).toEqual(['mcp_approval_request/assistant']);
+    const request = halted.output[0]!;
+    const data = (request.content as Json[])[0]!.data as Json;
+    expect(data).toEqual({ id: expect.any(String), name: 'calculator', arguments: '{"expression":"6*7"}', server_label: 'open-agent-api' });
+
+    const reply = { role: 'user', type: 'mcp_approval_response', content: [{ type: 'data', data: { approval_request_id: data.id, approve: true } }] };
+    const done = checkStream(await dataLines(await post(`/v1/agents/${agent}/process`, { input: [reply], session_id: 'as-approval' })));
+    expect(done.output.map((message) => `${message.type as string}/${message.role as string}`)).toEqual(['plugin_call/assistant', 'plugin_call_output/tool', 'message/assistant']);
+    expect(((done.output[0]!.content as Json[])[0]!.data as Json).call_id).toBe(data.id);
+    expect(((done.output[1]!.content as Json[])[0]!.data as Json).output).toBe('42');
+
+    // Echoed back whole, the request and the call that ran are one call with its one result.
+    const history = await toChatMessages([ask, request, reply, ...done.output] as AgentScopeInputMessage[], async () => ({ data: '', format: 'wav' }));
+    expect(unansweredCalls(history)).toEqual([]);
+    expect(history.flatMap((message) => (message.role === 'assistant' ? (message.tool_calls ?? []).map((call) => call.id) : []))).toEqual([data.id]);
+  });
+
   it('projects a team so that its output, echoed back as input, is a valid history with every member attributed', async () => {
     const member = await create('/v1/agents', { name: 'Counter', server_tools: ['calculator'] });
     const team = await create('/v1/teams', { name: 'Desk', members: [{ agent_id: member }] });

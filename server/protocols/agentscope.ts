@@ -4,12 +4,14 @@
 // what it accepts (nulls, unknown fields, history echoed back), strict in what it sends (every field
 // present, as the reference server serialises them). Tools the agent ran are `plugin_call` /
 // `plugin_call_output` (what the runtime's adapters send and its web UI shows); a client-side tool the
-// client must run is a `function_call`.
+// client must run is a `function_call`; a call waiting for approval an `mcp_approval_request`, answered by
+// an `mcp_approval_response` in the next request.
 import { randomUUID } from 'node:crypto';
 import type { components } from '../../generated/openapi.gen.ts';
-import type { ErrorCode } from '../errors.ts';
+import { ApiError, type ErrorCode } from '../errors.ts';
 import type { ChatMessage, FunctionTool, ToolCall } from '../models/types.ts';
 import type { RunEvent, Speaker, TokenUsage } from '../runs/events.ts';
+import type { ApprovalAnswer } from '../runs/loop.ts';
 
 type Schemas = components['schemas'];
 export type AgentScopeRequest = Schemas['AgentScopeAgentRequest'];
@@ -23,6 +25,8 @@ const CALL_TYPES = new Set(['function_call', 'plugin_call', 'component_call', 'm
 const OUTPUT_TYPES = new Set(['function_call_output', 'plugin_call_output', 'component_call_output', 'mcp_call_output']);
 
 interface CallData {
+  /** An approval request's id, which is its call's. */
+  id?: unknown;
   call_id?: unknown;
   name?: unknown;
   arguments?: unknown;
@@ -88,8 +92,8 @@ function isMemberWork(message: AgentScopeInputMessage): boolean {
 /**
  * The chat messages an AgentScope input stands for. Calls join the assistant message before them (a
  * tool's call and its output follow each other in a stream, so a call after an output opens a new
- * assistant message); outputs become tool messages; reasoning, heartbeats, errors and MCP bookkeeping are
- * not conversation; a team member's own work is the member's, not the team's conversation.
+ * assistant message); outputs become tool messages; an approval request is its call; reasoning,
+ * heartbeats, errors, approval answers and MCP bookkeeping are not conversation; a team member's own work is the member's, not the team's conversation.
  */
 export async function toChatMessages(input: AgentScopeInputMessage[], audio: AudioResolver): Promise<ChatMessage[]> {
   const messages: ChatMessage[] = [];
@@ -97,15 +101,18 @@ export async function toChatMessages(input: AgentScopeInputMessage[], audio: Aud
     if (isMemberWork(message)) continue;
     const type = message.type ?? 'message';
     const contents = message.content ?? [];
-    if (CALL_TYPES.has(type)) {
+    if (CALL_TYPES.has(type) || type === 'mcp_approval_request') {
       const calls: ToolCall[] = contents.flatMap((content) => {
         const data = dataOf(content);
         if (!data || typeof data.name !== 'string') return [];
-        return [{ id: typeof data.call_id === 'string' ? data.call_id : `call_${randomUUID()}`, type: 'function' as const, function: { name: data.name, arguments: asText(data.arguments ?? '{}') } }];
+        const id = type === 'mcp_approval_request' ? data.id : data.call_id;
+        return [{ id: typeof id === 'string' ? id : `call_${randomUUID()}`, type: 'function' as const, function: { name: data.name, arguments: asText(data.arguments ?? '{}') } }];
       });
       if (calls.length === 0) continue;
       const previous = messages.at(-1);
-      if (previous?.role === 'assistant') previous.tool_calls = [...(previous.tool_calls ?? []), ...calls];
+      // A call that asked for approval first is echoed twice, as its request and as the mcp_call that ran.
+      const known = new Set(previous?.role === 'assistant' ? (previous.tool_calls ?? []).map((call) => call.id) : []);
+      if (previous?.role === 'assistant') previous.tool_calls = [...(previous.tool_calls ?? []), ...calls.filter((call) => !known.has(call.id))];
       else messages.push({ role: 'assistant', content: null, tool_calls: calls });
     } else if (OUTPUT_TYPES.has(type)) {
       for (const content of contents) {
@@ -119,6 +126,36 @@ export async function toChatMessages(input: AgentScopeInputMessage[], audio: Aud
     }
   }
   return messages;
+}
+
+/** The server label of an approval request for a tool the agent runs that is no MCP server's (a built-in). */
+const SERVER_LABEL = 'open-agent-api';
+
+/**
+ * The approval answers of an input: the data of its `mcp_approval_response` messages (the runtime's
+ * McpApprovalResponse: `approval_request_id`, `approve`, `reason`) after the agent's last message, as the
+ * reference client echoes earlier, already answered ones back. An approval request's id is the call's.
+ */
+export function toApprovals(input: AgentScopeInputMessage[]): ApprovalAnswer[] {
+  const last = input.findLastIndex((message) => message.role === 'assistant');
+  const answers: ApprovalAnswer[] = [];
+  input.forEach((message, index) => {
+    if (index <= last || message.type !== 'mcp_approval_response') return;
+    (message.content ?? []).forEach((content, position) => {
+      const data = content.type === 'data' ? (content.data as { approval_request_id?: unknown; approve?: unknown; reason?: unknown } | null | undefined) : undefined;
+      if (!data) return;
+      const at = `input[${index}].content[${position}].data`;
+      if (typeof data.approval_request_id !== 'string' || typeof data.approve !== 'boolean') {
+        throw new ApiError('invalid_request', `${at}: an approval answer needs approval_request_id (a string) and approve (a boolean).`, { details: [{ field: at, message: 'not an McpApprovalResponse' }] });
+      }
+      answers.push({
+        tool_call_id: data.approval_request_id,
+        decision: data.approve ? 'approve' : 'deny',
+        ...(typeof data.reason === 'string' && data.reason ? { reason: data.reason } : {}),
+      });
+    });
+  });
+  return answers;
 }
 
 export function toFunctionTools(tools: AgentScopeRequest['tools']): FunctionTool[] {
@@ -274,9 +311,20 @@ export class AgentScopeProjection {
           metadataOf(event),
         );
       case 'ToolRequest': {
-        const out = event.tool_calls.flatMap((call) =>
-          this.#wholeMessage('function_call', 'assistant', { call_id: call.id, name: call.function.name, arguments: call.function.arguments }, metadataOf(event)),
-        );
+        // A server-side call waiting for approval is an mcp_approval_request (the runtime's McpApprovalRequest),
+        // answered by an mcp_approval_response naming it; a client-side tool is a function_call.
+        const asked = new Map((event.approvals ?? []).map((approval) => [approval.tool_call_id, approval]));
+        const out = event.tool_calls.flatMap((call) => {
+          const approval = asked.get(call.id);
+          return approval
+            ? this.#wholeMessage(
+                'mcp_approval_request',
+                'assistant',
+                { id: call.id, name: call.function.name, arguments: call.function.arguments, server_label: approval.mcp?.server ?? SERVER_LABEL },
+                metadataOf(event),
+              )
+            : this.#wholeMessage('function_call', 'assistant', { call_id: call.id, name: call.function.name, arguments: call.function.arguments }, metadataOf(event));
+        });
         return [...out, ...this.#final('completed', event, { usage: usageOf(event.usage) })];
       }
       case 'RunCompleted':

@@ -35,8 +35,15 @@ export async function processTurn(
   const sessionName = body.session_id || undefined;
   // The reference client echoes earlier output back; a stored session already holds it.
   const conversation = await namedConversation(deps.chatSessions, caller.userId, target, sessionName, await agentscope.toChatMessages(body.input, deps.audio));
+  const approvals = agentscope.toApprovals(body.input);
   const handle = await start(
-    { ...caller, conversation, tools: agentscope.toFunctionTools(body.tools), modelSettings: agentscope.toModelSettings(body) },
+    {
+      ...caller,
+      conversation,
+      tools: agentscope.toFunctionTools(body.tools),
+      modelSettings: agentscope.toModelSettings(body),
+      ...(approvals.length ? { approvals } : {}),
+    },
     { resumable: false },
   );
   request.signal.addEventListener('abort', () => handle.cancel(), { once: true });

@@ -5,7 +5,7 @@ import { randomUUID } from 'node:crypto';
 import type { components } from '../../generated/openapi.gen.ts';
 import { ApiError } from '../errors.ts';
 import type { ChatMessage, FunctionTool, ToolCall } from '../models/types.ts';
-import type { ModelSettings } from '../runs/loop.ts';
+import type { ApprovalAnswer, ModelSettings } from '../runs/loop.ts';
 
 type Schemas = components['schemas'];
 export type InputItem = Schemas['ResponseInputItem'];
@@ -16,7 +16,16 @@ export type CreateResponseRequest = Schemas['CreateResponseRequest'];
 /** The label of the tools an agent runs on this server, shown as `mcp_call` items. */
 export const SERVER_LABEL = 'open-agent-api';
 
-export const itemId = (prefix: 'msg' | 'fc' | 'fco' | 'mcp') => `${prefix}_${randomUUID().replaceAll('-', '')}`;
+export const itemId = (prefix: 'msg' | 'fc' | 'fco' | 'mcp' | 'mcpa') => `${prefix}_${randomUUID().replaceAll('-', '')}`;
+
+/**
+ * The item ids of a server-side call: its `mcp_call` and, when it asked for approval first, its
+ * `mcp_approval_request`. Both name the call, so that a later transcript joins a request to the call
+ * that ran once it was answered.
+ */
+export const serverCallItemId = (callId: string) => `mcp_${callId}`;
+export const approvalRequestItemId = (callId: string) => `mcpr_${callId}`;
+const callIdOf = (itemId: string, prefix: 'mcp_' | 'mcpr_') => (itemId.startsWith(prefix) ? itemId.slice(prefix.length) : undefined);
 
 function invalid(field: string, message: string): ApiError {
   return new ApiError('invalid_request', `${field}: ${message}`, { details: [{ field, message }] });
@@ -92,6 +101,14 @@ export function inputItems(input: CreateResponseRequest['input'], references: Re
           error: item.error ?? null,
           status: 'completed',
         };
+      case 'mcp_approval_response':
+        return {
+          id: item.id ?? itemId('mcpa'),
+          type: 'mcp_approval_response',
+          approval_request_id: required(item.approval_request_id, `${at}.approval_request_id`),
+          approve: required(item.approve, `${at}.approve`),
+          reason: item.reason ?? null,
+        };
       case 'item_reference': {
         const id = required(item.id, `${at}.id`);
         const found = references.get(id);
@@ -125,12 +142,48 @@ function userContent(parts: ContentPart[]): Extract<ChatMessage, { role: 'user' 
 }
 
 /**
+ * The approval answers of a response's input, checked against the requests of the history: each answers
+ * one request of the last turn (no user message came after it) that is not answered yet, once. The calls they answer run (or are
+ * refused) before the model is called again; a request left unanswered is dropped from the transcript.
+ */
+export function answeredApprovals(history: Item[], input: Item[], field = 'input'): { calls: ToolCall[]; answers: ApprovalAnswer[] } | undefined {
+  const requests = new Map<string, Extract<Item, { type: 'mcp_approval_request' }>>();
+  const answered = new Set<string>();
+  /** Requests a later user message went on without: their turn is over. */
+  const lapsed = new Set<string>();
+  for (const item of history) {
+    if (item.type === 'mcp_approval_request') requests.set(item.id, item);
+    if (item.type === 'mcp_approval_response') answered.add(item.approval_request_id);
+    if (item.type === 'message' && item.role === 'user') for (const id of requests.keys()) lapsed.add(id);
+  }
+  const calls: ToolCall[] = [];
+  const answers: ApprovalAnswer[] = [];
+  input.forEach((item, index) => {
+    if (item.type !== 'mcp_approval_response') return;
+    const at = `${field}[${index}].approval_request_id`;
+    const request = requests.get(item.approval_request_id);
+    if (!request) throw invalid(at, `no approval request ${item.approval_request_id} in the previous responses`);
+    if (answered.has(request.id)) throw invalid(at, `the approval request ${request.id} is already answered`);
+    if (lapsed.has(request.id)) throw invalid(at, `the approval request ${request.id} lapsed: the conversation went on without an answer`);
+    answered.add(request.id);
+    const callId = callIdOf(request.id, 'mcpr_') ?? request.id;
+    calls.push({ id: callId, type: 'function', function: { name: request.name, arguments: request.arguments } });
+    answers.push({ tool_call_id: callId, decision: item.approve ? 'approve' : 'deny', ...(item.reason ? { reason: item.reason } : {}) });
+  });
+  return calls.length > 0 ? { calls, answers } : undefined;
+}
+
+/**
  * A history of items as the chat transcript a model reads: function calls join the assistant message
  * they follow (or make one), their outputs become tool messages, a server tool call becomes a call and
- * its result.
+ * its result. A call that asked for approval is the call once answered, and its `mcp_call` (when it ran,
+ * or was denied) its result; a request nobody answered is left out, as the model never got a result for it.
  */
 export function toChatMessages(items: Item[]): ChatMessage[] {
   const messages: ChatMessage[] = [];
+  const answered = new Set(items.flatMap((item) => (item.type === 'mcp_approval_response' ? [item.approval_request_id] : [])));
+  /** Calls of answered approval requests, whose result is still to come. */
+  const approved = new Set<string>();
   const call = (toolCall: ToolCall) => {
     const last = messages.at(-1);
     if (last?.role === 'assistant') last.tool_calls = [...(last.tool_calls ?? []), toolCall];
@@ -149,9 +202,24 @@ export function toChatMessages(items: Item[]): ChatMessage[] {
       case 'function_call_output':
         messages.push({ role: 'tool', tool_call_id: item.call_id, content: partsText(item.output) });
         break;
-      case 'mcp_call':
+      case 'mcp_call': {
+        const callId = callIdOf(item.id, 'mcp_');
+        if (callId && approved.delete(callId)) {
+          messages.push({ role: 'tool', tool_call_id: callId, content: item.output ?? item.error ?? '' });
+          break;
+        }
         call({ id: item.id, type: 'function', function: { name: item.name, arguments: item.arguments } });
         messages.push({ role: 'tool', tool_call_id: item.id, content: item.output ?? item.error ?? '' });
+        break;
+      }
+      case 'mcp_approval_request': {
+        if (!answered.has(item.id)) break;
+        const callId = callIdOf(item.id, 'mcpr_') ?? item.id;
+        approved.add(callId);
+        call({ id: callId, type: 'function', function: { name: item.name, arguments: item.arguments } });
+        break;
+      }
+      case 'mcp_approval_response':
         break;
     }
   }

@@ -5,12 +5,12 @@
 // RunStarted opens the response (`response.created`, `response.in_progress`); text deltas open a message
 // item and stream into it; a whole message closes it (or is said at once when it came without deltas);
 // a tool the server runs is an `mcp_call` item; the client-side calls a run halts for are `function_call`
-// items, and the response is then completed, as OpenAI ends a turn that calls functions; the terminal
+// items, and server-side calls waiting for approval `mcp_approval_request` items, and the response is then completed, as OpenAI ends a turn that calls functions; the terminal
 // event is `response.completed`, `response.incomplete` (a length limit, or a cancel) or `response.failed`.
 import type { components } from '../../generated/openapi.gen.ts';
 import { textOf } from '../models/types.ts';
 import type { RunEvent } from '../runs/events.ts';
-import { SERVER_LABEL, type Item } from './items.ts';
+import { approvalRequestItemId, SERVER_LABEL, serverCallItemId, type Item } from './items.ts';
 
 type Schemas = components['schemas'];
 export type ResponseObject = Schemas['Response'];
@@ -130,7 +130,7 @@ export class ResponseProjector {
       case 'ToolCallStarted': {
         if (!own) break;
         const call = event.tool_call;
-        const item: ServerToolItem = { id: `mcp_${call.id}`, type: 'mcp_call', server_label: SERVER_LABEL, name: call.function.name, arguments: call.function.arguments, output: null, error: null, status: 'calling' };
+        const item: ServerToolItem = { id: serverCallItemId(call.id), type: 'mcp_call', server_label: SERVER_LABEL, name: call.function.name, arguments: call.function.arguments, output: null, error: null, status: 'calling' };
         this.#tools.set(call.id, this.response.output.length);
         out.push({ type: 'response.output_item.added', output_index: this.response.output.length, item: structuredClone(item) });
         this.response.output.push(item);
@@ -145,9 +145,18 @@ export class ResponseProjector {
         out.push({ type: 'response.output_item.done', output_index: index, item: structuredClone(item) });
         break;
       }
-      case 'ToolRequest':
+      case 'ToolRequest': {
+        const asked = new Set((event.approvals ?? []).map((approval) => approval.tool_call_id));
         for (const call of event.tool_calls) {
           const outputIndex = this.response.output.length;
+          if (asked.has(call.id)) {
+            // A server-side call that waits for the client's approval: said whole, as OpenAI does.
+            const request: Item = { id: approvalRequestItemId(call.id), type: 'mcp_approval_request', server_label: SERVER_LABEL, name: call.function.name, arguments: call.function.arguments };
+            out.push({ type: 'response.output_item.added', output_index: outputIndex, item: structuredClone(request) });
+            out.push({ type: 'response.output_item.done', output_index: outputIndex, item: structuredClone(request) });
+            this.response.output.push(request);
+            continue;
+          }
           const id = `fc_${call.id}`;
           const item: Item = { id, type: 'function_call', call_id: call.id, name: call.function.name, arguments: call.function.arguments, status: 'completed' };
           out.push({ type: 'response.output_item.added', output_index: outputIndex, item: { ...item, arguments: '', status: 'in_progress' } });
@@ -158,6 +167,7 @@ export class ResponseProjector {
         }
         this.#end({ status: 'completed', usage: usageOf(event.usage) }, 'response.completed', out, event.created_at);
         break;
+      }
       case 'RunCompleted':
         if (event.status === 'canceled') {
           this.#end({ status: 'cancelled', usage: usageOf(event.usage) }, 'response.incomplete', out, event.created_at);

@@ -17,7 +17,7 @@ import type { Caller } from '../runs/tools.ts';
 import type { TeamStore } from '../teams/teams.ts';
 import type { Db } from '../store/db.ts';
 import { newId } from '../store/ids.ts';
-import { clientTools, inputItems, modelSettings, referencedIds, toChatMessages, type CreateResponseRequest, type Item } from './items.ts';
+import { answeredApprovals, clientTools, inputItems, modelSettings, referencedIds, toChatMessages, type CreateResponseRequest, type Item } from './items.ts';
 import { project, ResponseProjector, type ResponseObject, type StreamEvent } from './projection.ts';
 import { createConversationStore, createResponseStore, type EchoedRequest, type ResponseRow } from './store.ts';
 
@@ -218,6 +218,11 @@ export function createResponses(deps: ResponsesDeps) {
       for (const item of [...history, ...(await responses.itemsById(caller.userId, wanted))]) if (wanted.includes(item.id)) references.set(item.id, item);
       const input = inputItems(body.input, references);
       if (input.length === 0) throw invalid('input', 'send at least one input item');
+      const answeredCalls = answeredApprovals(history, input);
+      // Only an agent or a team asks for approvals, and only the one that asked runs what it asked for.
+      if (answeredCalls && (target.kind === 'model' || (body.previous_response_id && (await responses.get(caller.userId, body.previous_response_id)).request.model !== body.model))) {
+        throw invalid('model', 'approval answers go to the agent or team that asked for them: the model of the previous response');
+      }
       await checkTarget(caller.userId, target);
 
       const id = newId('resp');
@@ -228,6 +233,7 @@ export function createResponses(deps: ResponsesDeps) {
         tools: clientTools(body.tools),
         modelSettings: modelSettings(body),
         metadata: { protocol: 'responses', response_id: id },
+        ...(answeredCalls ? { answeredCalls } : {}),
         ...(body.instructions && target.kind !== 'model' ? { instructions: body.instructions } : {}),
       };
       // A background response is followed by retrieving it; any other is cancelled when its client leaves.

@@ -18,7 +18,7 @@ import { runLoop, type LoopIO, type LoopOutcome, type LoopSpec, type LoopState, 
 import { AsyncQueue } from './queue.ts';
 import { checkApprovals, checkNewMessages, checkTranscript, clientCalls, mergeClientTools } from './rules.ts';
 import type { ApprovalAnswer } from './loop.ts';
-import type { McpServerConfig } from '../mcp/config.ts';
+import { turnMcpServers, type McpServerConfig } from '../mcp/config.ts';
 import { remoteTools, type RemoteToolsDeps } from '../mcp/remote.ts';
 import type { ToolCall } from '../models/types.ts';
 import type { RunRow, RunStore } from './store.ts';
@@ -85,6 +85,13 @@ export interface TurnInput {
   mcpServers?: McpServerConfig[] | undefined;
   /** The client's answers to the approvals the run waits for. */
   approvals?: ApprovalAnswer[] | undefined;
+  /**
+   * For a stateless protocol (the Responses API), whose next request carries the transcript rather than
+   * resuming the halted run: the server-side calls of the transcript's last step that waited for
+   * approval, with the client's answers. The agent's (or team leader's) run executes (or refuses) them
+   * before it calls the model again, as a resumed run does.
+   */
+  answeredCalls?: { calls: ToolCall[]; answers: ApprovalAnswer[] } | undefined;
 }
 
 /** An agent's instructions with a turn's own after them. */
@@ -366,8 +373,7 @@ export function createRunEngine(deps: EngineDeps): RunEngine {
         execute: async (context) => {
           // A request's server replaces the agent's of the same name for this turn.
           const own = agent.mcp_servers.length > 0 ? await deps.agents.mcpServers(input.userId, agent.id) : [];
-          const requested = input.mcpServers ?? [];
-          const servers = [...own.filter((server) => !requested.some((other) => other.name === server.name)), ...requested];
+          const servers = turnMcpServers(own, input.mcpServers);
           const remote = servers.length > 0 ? await remoteTools(servers, deps.remoteTools, context.io.signal) : undefined;
           try {
             const spec: LoopSpec = {
@@ -377,10 +383,10 @@ export function createRunEngine(deps: EngineDeps): RunEngine {
               clientTools: input.clientTools === false ? [] : clientTools,
               serverTools: [...deps.serverTools(agent, input, () => context.io.signal), ...(remote?.tools ?? [])],
               maxSteps: agent.max_steps,
-              decisions: new Map((input.approvals ?? []).map((answer) => [answer.tool_call_id, answer])),
+              decisions: new Map([...(input.approvals ?? []), ...(input.answeredCalls?.answers ?? [])].map((answer) => [answer.tool_call_id, answer])),
             };
             // Calls that waited for approval run (or are refused) first, as the answers say.
-            const waiting = context.resumed ? approvalCallsOf(context.run.state) : [];
+            const waiting = context.resumed ? approvalCallsOf(context.run.state) : (input.answeredCalls?.calls ?? []);
             const outcome = await runLoop(spec, context.history, context.io, context.state, waiting);
             return { outcome, state: outcome.kind === 'requires_action' ? approvalState(outcome.toolCalls, outcome.approvals) : undefined };
           } finally {

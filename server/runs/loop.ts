@@ -208,7 +208,8 @@ async function executeCalls(spec: LoopSpec, calls: ToolCall[], history: ChatMess
       const mcp = server.mcp ? { mcp: server.mcp } : {};
       const args = parseArguments(call.function.arguments);
       const asks = typeof args !== 'string' && server.approval?.(args) === true;
-      const decision = asks ? spec.decisions?.get(call.id) : undefined;
+      // A call the client answered keeps its answer even if its policy changed since: a denial holds.
+      const decision = spec.decisions?.get(call.id);
       if (asks && !decision) {
         // Waits for the client like a client-side tool; executed (or refused) when the run goes on.
         halting.push(call);

@@ -1,7 +1,8 @@
 // Team turns on the run engine. The leader (a member agent or a built orchestrator) works through the
 // same loop as an agent; members run as real runs of their agents, linked to the team run, and their
 // output is streamed into the team's events under their own name.
-//   coordinate: the leader delegates sub-tasks through one tool per member and answers from the results.
+//   coordinate: the leader delegates sub-tasks through one tool per member and answers from the results;
+//               it also calls the team's remote MCP servers' tools, under the approval model.
 //   route:      the leader picks one member, whose answer is the team's.
 //   broadcast:  every member answers; the leader synthesizes.
 // A member's client-side tool halts the whole team run; the results resume the member, then the leader.
@@ -12,6 +13,8 @@ import { textOf, type AssistantMessage, type ChatMessage, type FunctionTool, typ
 import type { RunHandle, TeamTurnInput, TurnContext, TurnOptions, TurnOutcome, TurnSpec } from '../runs/engine.ts';
 import { addUsage, zeroUsage, type RunEventBody, type Speaker } from '../runs/events.ts';
 import type { MemberUsage, OpenRun, RunEnding, RunLifecycle } from '../runs/lifecycle.ts';
+import { turnMcpServers } from '../mcp/config.ts';
+import { remoteTools, type RemoteToolsDeps } from '../mcp/remote.ts';
 import { HaltForClient, runLoop, type LoopOutcome, type LoopSpec, type LoopState, type LoopTool } from '../runs/loop.ts';
 import type { RunStore } from '../runs/store.ts';
 import { mergeClientTools } from '../runs/rules.ts';
@@ -79,6 +82,8 @@ export interface TeamRunnerDeps {
   /** Opens and ends the member runs. */
   lifecycle: RunLifecycle;
   serverTools: ServerToolsFor;
+  /** How the leader reaches the team's remote MCP servers. */
+  remoteTools: RemoteToolsDeps;
   teams: TeamStore;
   runs: RunStore;
   logger: Logger;
@@ -326,14 +331,31 @@ export function createTeamRunner(deps: TeamRunnerDeps) {
       }),
     );
     const own = leaderOwnTools(plan, context);
-    const spec: LoopSpec = {
-      ...leaderBase(plan, tools.size ? `${roster(plan, tools, 'delegate')}\nDelegate sub-tasks with these tools, then write the final answer from their results.` : ''),
-      clientTools: own.client,
-      serverTools: [...own.server, ...delegations],
-    };
-    const outcome = await runLoop(spec, context.history, context.io, context.state, saved.pending ?? []);
-    if (outcome.kind === 'requires_action') return finish(outcome, plan.leaderSpeaker, { ...(halted ? { member: halted } : {}), pending: outcome.pending ?? [] });
-    return finish(outcome, plan.leaderSpeaker);
+    // The team's MCP servers, and the request's (which replace the team's of the same name), are the leader's.
+    const teamServers = plan.team.mcp_servers.length > 0 ? await deps.teams.mcpServers(plan.input.userId, plan.team.id) : [];
+    const servers = turnMcpServers(teamServers, plan.input.mcpServers);
+    const remote = servers.length > 0 ? await remoteTools(servers, deps.remoteTools, context.io.signal) : undefined;
+    try {
+      const delegate = tools.size ? `${roster(plan, tools, 'delegate')}\nDelegate sub-tasks with these tools, then write the final answer from their results.` : '';
+      const spec: LoopSpec = {
+        ...leaderBase(plan, [delegate, ...(remote?.unavailable ?? [])].filter(Boolean).join('\n')),
+        clientTools: own.client,
+        serverTools: [...own.server, ...(remote?.tools ?? []), ...delegations],
+        decisions: new Map([...(plan.input.approvals ?? []), ...(plan.input.answeredCalls?.answers ?? [])].map((answer) => [answer.tool_call_id, answer])),
+      };
+      // A stateless protocol's next request answers approvals in a new run: its calls go first, as a resumed run's.
+      const waiting = context.resumed ? (saved.pending ?? []) : (plan.input.answeredCalls?.calls ?? []);
+      const outcome = await runLoop(spec, context.history, context.io, context.state, waiting);
+      if (outcome.kind === 'requires_action') {
+        // Calls waiting for approval run (or are refused) first when the answers come, as an agent's do.
+        const asked = new Set((outcome.approvals ?? []).map((approval) => approval.tool_call_id));
+        const pending = outcome.pending ?? outcome.toolCalls.filter((call) => asked.has(call.id));
+        return finish(outcome, plan.leaderSpeaker, { ...(halted ? { member: halted } : {}), pending });
+      }
+      return finish(outcome, plan.leaderSpeaker);
+    } finally {
+      await remote?.close();
+    }
   }
 
   /**

@@ -5,6 +5,8 @@ import type { Agent, AgentStore } from '../agents/agents.ts';
 import { ApiError, notFound } from '../errors.ts';
 import type { ModelGateway } from '../models/gateway.ts';
 import { holdQuota, type ResourceLimit } from '../limits/quotas.ts';
+import { checkMcpServers, openMcpServer, storeMcpServers, viewMcpServer, type McpServerConfig, type StoredMcpServer } from '../mcp/config.ts';
+import type { Sealer } from '../mcp/secrets.ts';
 import { one, type Db } from '../store/db.ts';
 import { newId } from '../store/ids.ts';
 import { ownedRows } from '../store/owned.ts';
@@ -25,6 +27,7 @@ interface TeamRow {
   instructions: string | null;
   mode: Team['mode'];
   leader_model: string | null;
+  mcp_servers: StoredMcpServer[];
   max_steps: number;
   metadata: Record<string, string>;
   created_at: Date;
@@ -40,7 +43,7 @@ interface MemberRow {
   model: string;
 }
 
-const COLUMNS = 'id, name, description, instructions, mode, leader_model, max_steps, metadata, created_at, updated_at';
+const COLUMNS = 'id, name, description, instructions, mode, leader_model, mcp_servers, max_steps, metadata, created_at, updated_at';
 
 /** The leader's display name when the server builds one. */
 export function orchestratorName(team: { name: string }): string {
@@ -61,6 +64,7 @@ function toTeam(row: TeamRow, members: MemberRow[], defaultModel: string): Team 
       ? { type: 'member', agent_id: leader.agent_id, name: leader.name, model: leader.model }
       : { type: 'orchestrator', agent_id: null, name: orchestratorName(row), model: row.leader_model ?? defaultModel },
     members: members.map((member) => ({ agent_id: member.agent_id, name: member.name, role: member.role, is_leader: member.is_leader })),
+    mcp_servers: row.mcp_servers.map(viewMcpServer),
     max_steps: row.max_steps,
     metadata: row.metadata,
     created_at: row.created_at.toISOString(),
@@ -74,10 +78,19 @@ export interface TeamStoreDeps {
   models: ModelGateway;
   /** The user's plan limit, held atomically with each creation. */
   limitOf: ResourceLimit;
+  /** Seals MCP servers' headers at rest. */
+  sealer: Sealer;
+  /** Refuses an MCP server URL the outbound policy does not allow. */
+  checkUrl: (url: string) => void;
 }
 
-export function createTeamStore({ db, agents, models, limitOf: resourceLimit }: TeamStoreDeps) {
+export function createTeamStore({ db, agents, models, sealer, checkUrl, limitOf: resourceLimit }: TeamStoreDeps) {
   const owned = ownedRows(db, 'teams', 'team');
+  const storedServers = async (userId: string, teamId: string): Promise<StoredMcpServer[]> => {
+    const row = await one<{ mcp_servers: StoredMcpServer[] }>(db, 'SELECT mcp_servers FROM teams WHERE id = $1 AND user_id = $2', [teamId, userId]);
+    if (!row) throw notFound('team', teamId);
+    return row.mcp_servers;
+  };
   const membersOf = async (teamIds: string[]): Promise<Map<string, MemberRow[]>> => {
     const rows = await db.query<MemberRow>(
       `SELECT m.team_id, m.agent_id, m.role, m.is_leader, a.name, a.model
@@ -134,16 +147,22 @@ export function createTeamStore({ db, agents, models, limitOf: resourceLimit }: 
   return {
     get,
 
+    /** The team's MCP servers with their headers, for its leader to call them. */
+    async mcpServers(userId: string, teamId: string): Promise<McpServerConfig[]> {
+      return (await storedServers(userId, teamId)).map((server) => openMcpServer(server, sealer));
+    },
+
     async create(userId: string, input: TeamCreate): Promise<Team> {
       await checkMembers(userId, input.members);
       checkLeaderModel(input.leader_model);
+      if (input.mcp_servers) checkMcpServers(input.mcp_servers, 'mcp_servers', checkUrl);
       const id = newId('team');
       const limit = await resourceLimit(userId, 'teams');
       await db.transaction(async (tx) => {
         await holdQuota(tx, { userId, metric: 'teams', limit, count: () => owned.count(userId, tx) });
         await tx.query(
-          `INSERT INTO teams (id, user_id, name, description, instructions, mode, leader_model, max_steps, metadata)
-           VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
+          `INSERT INTO teams (id, user_id, name, description, instructions, mode, leader_model, max_steps, metadata, mcp_servers)
+           VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
           [
             id,
             userId,
@@ -154,6 +173,7 @@ export function createTeamStore({ db, agents, models, limitOf: resourceLimit }: 
             input.leader_model ?? null,
             input.max_steps ?? DEFAULT_TEAM_MAX_STEPS,
             JSON.stringify(input.metadata ?? {}),
+            JSON.stringify(storeMcpServers(input.mcp_servers ?? [], [], sealer)),
           ],
         );
         await writeMembers(tx, id, input.members);
@@ -175,13 +195,27 @@ export function createTeamStore({ db, agents, models, limitOf: resourceLimit }: 
       const current = await get(userId, teamId);
       if (patch.members) await checkMembers(userId, patch.members);
       checkLeaderModel(patch.leader_model);
-      const next = { ...current, ...patch };
+      const { mcp_servers: servers, ...rest } = patch;
+      if (servers) checkMcpServers(servers, 'mcp_servers', checkUrl);
+      const next = { ...current, ...rest };
+      const mcpServers = servers === undefined ? undefined : storeMcpServers(servers, await storedServers(userId, teamId), sealer);
       await db.transaction(async (tx) => {
         await tx.query(
           `UPDATE teams SET name = $3, description = $4, instructions = $5, mode = $6, leader_model = $7, max_steps = $8,
-                  metadata = $9, updated_at = now()
+                  metadata = $9, mcp_servers = coalesce($10::jsonb, mcp_servers), updated_at = now()
            WHERE id = $1 AND user_id = $2`,
-          [teamId, userId, next.name, next.description ?? null, next.instructions ?? null, next.mode, next.leader_model ?? null, next.max_steps, JSON.stringify(next.metadata)],
+          [
+            teamId,
+            userId,
+            next.name,
+            next.description ?? null,
+            next.instructions ?? null,
+            next.mode,
+            next.leader_model ?? null,
+            next.max_steps,
+            JSON.stringify(next.metadata),
+            mcpServers === undefined ? null : JSON.stringify(mcpServers),
+          ],
         );
         if (patch.members) await writeMembers(tx, teamId, patch.members);
       });
