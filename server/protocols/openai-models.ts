@@ -2,14 +2,19 @@
 // /v1/chat/completions with one of them runs a turn, projected onto OpenAI's completion (the fold of the
 // turn's events) or its chunks (the events as they come). OpenAI clients send the whole transcript every
 // time, so each call is a stateless turn; a client-side tool call comes back as OpenAI's `tool_calls`.
+// A server-side call that waits for approval comes back among them too, its id under `approval_`: the
+// client answers it with a tool message whose content is `{"approve": true}` or `{"approve": false,
+// "reason": "…"}`, and the next turn runs (or refuses) the call on the server first. The answer is a
+// decision, never the tool's result: the model reads what the tool itself returned, or the denial.
 import { randomUUID } from 'node:crypto';
 import type { components } from '../../generated/openapi.gen.ts';
 import type { AgentStore } from '../agents/agents.ts';
 import { ApiError } from '../errors.ts';
-import { textOf, type ChatCompletion, type ChatCompletionChunk, type ChatCompletionRequest, type ToolCall } from '../models/types.ts';
+import { field } from '../errors.ts';
+import { textOf, type ChatCompletion, type ChatCompletionChunk, type ChatCompletionRequest, type ChatMessage, type ToolCall } from '../models/types.ts';
 import type { ModelCaller, VirtualModels } from '../models/virtual.ts';
 import type { RunEngine, RunHandle, TeamTurnInput, TurnOptions } from '../runs/engine.ts';
-import type { ModelSettings } from '../runs/loop.ts';
+import type { ApprovalAnswer, ModelSettings } from '../runs/loop.ts';
 import { collectTurn, succeeded } from '../runs/turns.ts';
 import type { TeamStore } from '../teams/teams.ts';
 
@@ -46,6 +51,73 @@ function toolCallDeltas(calls: ToolCall[]) {
 }
 
 type FinishReason = ChatCompletion['choices'][number]['finish_reason'];
+
+/** The id prefix of a call that waits for approval, as the client sees it. */
+export const APPROVAL_CALL_PREFIX = 'approval_';
+
+/** The calls a turn halted for, those waiting for approval under the approval prefix. */
+function presentedCalls(calls: ToolCall[], approvals: readonly { tool_call_id: string }[] | undefined): ToolCall[] {
+  const asking = new Set((approvals ?? []).map((approval) => approval.tool_call_id));
+  return calls.map((call) => (asking.has(call.id) ? { ...call, id: `${APPROVAL_CALL_PREFIX}${call.id}` } : call));
+}
+
+const unprefixed = (id: string) => (id.startsWith(APPROVAL_CALL_PREFIX) ? id.slice(APPROVAL_CALL_PREFIX.length) : id);
+
+/** An approval answer's content as a decision, or undefined when it is not one. */
+function decisionOf(content: unknown): Omit<ApprovalAnswer, 'tool_call_id'> | undefined {
+  let value: unknown;
+  try {
+    value = JSON.parse(textOf(content));
+  } catch {
+    return undefined;
+  }
+  if (typeof value !== 'object' || value === null || typeof (value as { approve?: unknown }).approve !== 'boolean') return undefined;
+  const { approve, reason } = value as { approve: boolean; reason?: unknown };
+  if (reason !== undefined && typeof reason !== 'string') return undefined;
+  return { decision: approve ? 'approve' : 'deny', ...(reason ? { reason } : {}) };
+}
+
+/**
+ * A transcript's approval answers. Those after the last assistant message are this turn's: their calls
+ * run (or are refused) first, and their tool messages leave the transcript, as the model is to read the
+ * tool's own result. Earlier ones were carried out by an earlier turn, whose result the client never
+ * held: the model reads what was decided. Ids lose the approval prefix either way.
+ */
+export function approvalAnswers(messages: ChatMessage[]): { messages: ChatMessage[]; answeredCalls?: { calls: ToolCall[]; answers: ApprovalAnswer[] } } {
+  const lastAssistant = messages.findLastIndex((message) => message.role === 'assistant');
+  const calls = new Map<string, ToolCall>();
+  const answered: ToolCall[] = [];
+  const answers: ApprovalAnswer[] = [];
+  const kept: ChatMessage[] = [];
+  messages.forEach((message, index) => {
+    if (message.role === 'assistant' && message.tool_calls?.length) {
+      const toolCalls = message.tool_calls.map((call) => ({ ...call, id: unprefixed(call.id) }));
+      for (const call of toolCalls) calls.set(call.id, call);
+      kept.push({ ...message, tool_calls: toolCalls });
+      return;
+    }
+    if (message.role !== 'tool' || !message.tool_call_id.startsWith(APPROVAL_CALL_PREFIX)) {
+      kept.push(message);
+      return;
+    }
+    const id = unprefixed(message.tool_call_id);
+    const decision = decisionOf(message.content);
+    if (!decision) {
+      throw new ApiError('invalid_request', `The call ${message.tool_call_id} waits for approval: answer it with {"approve": true} or {"approve": false, "reason": "…"}.`, {
+        details: [{ field: field('messages', index, 'content'), message: 'not an approval decision' }],
+      });
+    }
+    const call = calls.get(id);
+    if (index > lastAssistant && call) {
+      answered.push(call);
+      answers.push({ tool_call_id: id, ...decision });
+      return;
+    }
+    const said = decision.decision === 'approve' ? 'Approved: the tool ran on the server.' : `Denied${decision.reason ? `: ${decision.reason}` : '.'}`;
+    kept.push({ ...message, tool_call_id: id, content: said });
+  });
+  return answered.length > 0 ? { messages: kept, answeredCalls: { calls: answered, answers } } : { messages: kept };
+}
 
 function finishReasonOf(reason: string | null): FinishReason {
   return reason === 'length' ? 'length' : reason === 'content_filter' ? 'content_filter' : 'stop';
@@ -88,9 +160,11 @@ export function createOpenAIModels(deps: OpenAIModelDeps): VirtualModels {
       });
     }
     await deps.checkRunQuota(caller.userId);
+    const { messages, answeredCalls } = approvalAnswers(request.messages);
     const common = {
       ...caller,
-      conversation: { messages: request.messages, stateless: true },
+      conversation: { messages, stateless: true },
+      ...(answeredCalls ? { answeredCalls } : {}),
       tools: request.tools,
       modelSettings: settingsOf(request),
       metadata: { protocol: 'openai' },
@@ -115,7 +189,7 @@ export function createOpenAIModels(deps: OpenAIModelDeps): VirtualModels {
     async chat(caller, request, { signal }): Promise<ChatCompletion> {
       const handle = await start(caller, request, signal);
       const turn = succeeded(await collectTurn(handle, signal));
-      const calls = turn.required_action?.tool_calls ?? [];
+      const calls = presentedCalls(turn.required_action?.tool_calls ?? [], turn.required_action?.approvals);
       const content = turn.message ? textOf(turn.message.content) : null;
       return {
         id: `chatcmpl-${turn.run_id}`,
@@ -163,7 +237,7 @@ export function createOpenAIModels(deps: OpenAIModelDeps): VirtualModels {
             if (text) yield chunk([{ index: 0, delta: { content: text }, finish_reason: null }]);
           }
         } else if (event.type === 'ToolRequest') {
-          yield chunk([{ index: 0, delta: { tool_calls: toolCallDeltas(event.tool_calls) }, finish_reason: null }]);
+          yield chunk([{ index: 0, delta: { tool_calls: toolCallDeltas(presentedCalls(event.tool_calls, event.approvals)) }, finish_reason: null }]);
           yield chunk([{ index: 0, delta: {}, finish_reason: 'tool_calls' }]);
           yield chunk([], event.usage);
         } else if (event.type === 'RunCompleted') {

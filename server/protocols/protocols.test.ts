@@ -192,6 +192,41 @@ describe('protocol adapters', () => {
       await expect(stranger.chat.completions.create({ model: `agent:${agent.id}`, messages: [{ role: 'user', content: 'x' }] })).rejects.toMatchObject({ status: 404 });
       expect((await stranger.models.list()).data.map((model) => model.id)).not.toContain(`agent:${agent.id}`);
     });
+
+    it('shows a call waiting for approval as an approval_ tool call, whose answer is a decision the server carries out', async () => {
+      const agent = await agentWith({ name: 'Careful model', server_tools: ['calculator'], server_tool_approvals: { calculator: 'always_ask' } });
+      const openai = new OpenAI({ baseURL: `${server.url}/v1`, apiKey: user.apiKey, maxRetries: 0 });
+      const question = { role: 'user' as const, content: 'calculator {"expression": "6*7"}' };
+      const asked = await openai.chat.completions.create({ model: `agent:${agent.id}`, messages: [question] });
+      expect(asked.choices[0]!.finish_reason).toBe('tool_calls');
+      const call = asked.choices[0]!.message.tool_calls![0]!;
+      expect(call).toMatchObject({ id: expect.stringMatching(/^approval_/), function: { name: 'calculator' } });
+      const answer = (content: string) =>
+        openai.chat.completions.create({ model: `agent:${agent.id}`, messages: [question, asked.choices[0]!.message, { role: 'tool', tool_call_id: call.id, content }] });
+
+      // Approved: the server runs the tool, and the model reads its result.
+      const approved = await answer(JSON.stringify({ approve: true }));
+      expect(approved.choices[0]!.message.content).toBe('calculator returned: 42.');
+      // Denied: the tool never runs, and the model reads the denial.
+      const denied = (await answer(JSON.stringify({ approve: false, reason: 'not today' }))).choices[0]!.message.content!;
+      expect(denied).toContain('not today');
+      expect(denied).not.toContain('42');
+      // A result in place of a decision is refused: the client cannot answer for a server-side tool.
+      await expect(answer('42')).rejects.toMatchObject({ status: 400, error: { code: 'invalid_request', param: 'messages[2].content' } });
+
+      // Streamed, the call waiting for approval comes under the same prefix.
+      const stream = await openai.chat.completions.create({ model: `agent:${agent.id}`, stream: true, messages: [question] });
+      const ids: string[] = [];
+      for await (const chunk of stream) for (const delta of chunk.choices[0]?.delta.tool_calls ?? []) if (delta.id) ids.push(delta.id);
+      expect(ids).toEqual([expect.stringMatching(/^approval_/)]);
+
+      // A later turn carries the decision in its history without running the call again.
+      const later = await openai.chat.completions.create({
+        model: `agent:${agent.id}`,
+        messages: [question, asked.choices[0]!.message, { role: 'tool', tool_call_id: call.id, content: JSON.stringify({ approve: true }) }, approved.choices[0]!.message, { role: 'user', content: 'thanks' }],
+      });
+      expect(later.choices[0]).toMatchObject({ finish_reason: 'stop', message: { content: 'thanks' } });
+    });
   });
 
   describe('Connexity /respond', () => {
