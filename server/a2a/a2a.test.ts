@@ -43,6 +43,7 @@ describe.each(await availableEngines())('A2A (%s)', (engine) => {
   let agentId: string;
   let toolAgentId: string;
   let slowAgentId: string;
+  let carefulAgentId: string;
   let teamId: string;
 
   beforeAll(async () => {
@@ -58,6 +59,7 @@ describe.each(await availableEngines())('A2A (%s)', (engine) => {
       tools: [{ type: 'function', function: { name: 'lookup', description: 'Looks things up.', parameters: { type: 'object', properties: { q: { type: 'string' } } } } }],
     });
     slowAgentId = await create('/v1/agents', { name: 'Slow', model: 'scripted' });
+    carefulAgentId = await create('/v1/agents', { name: 'Careful', server_tools: ['calculator'], server_tool_approvals: { calculator: 'always_ask' } });
     teamId = await create('/v1/teams', { name: 'Desk', members: [{ agent_id: agentId }] });
   });
   afterAll(async () => {
@@ -202,6 +204,36 @@ describe.each(await availableEngines())('A2A (%s)', (engine) => {
       expect(done.status?.state).toBe(TaskState.TASK_STATE_COMPLETED);
       expect(artifactText(done)).toBe('lookup returned: 42 otters.');
       await expect(client.sendMessage(userMessage([text('more')], { taskId: asked.id }))).rejects.toBeInstanceOf(UnsupportedOperationError);
+    });
+
+    it('asks for approval of a server-side call as INPUT_REQUIRED, and a decision runs or refuses it in the same task', async () => {
+      const client = await clientFor(carefulAgentId, binding);
+      const ask = async () => {
+        const asked = (await client.sendMessage(userMessage([text('calculator {"expression": "6*7"}')]))) as Task;
+        expect(asked.status?.state).toBe(TaskState.TASK_STATE_INPUT_REQUIRED);
+        const request = asked.status!.message!.parts[0]!.content as { value: { toolCallId: string; name: string; approvalRequired?: boolean } };
+        expect(request.value).toMatchObject({ name: 'calculator', approvalRequired: true });
+        return { asked, callId: request.value.toolCallId };
+      };
+
+      const approved = await ask();
+      await client.sendMessage(userMessage([data({ toolCallId: approved.callId, approve: true })], { taskId: approved.asked.id, contextId: approved.asked.contextId }));
+      const ran = await client.getTask({ id: approved.asked.id, historyLength: undefined, tenant: '' });
+      expect(ran.status?.state).toBe(TaskState.TASK_STATE_COMPLETED);
+      expect(artifactText(ran)).toBe('calculator returned: 42.');
+
+      const denied = await ask();
+      await client.sendMessage(userMessage([data({ toolCallId: denied.callId, approve: false, reason: 'not today' })], { taskId: denied.asked.id, contextId: denied.asked.contextId }));
+      const refused = artifactText(await client.getTask({ id: denied.asked.id, historyLength: undefined, tenant: '' }));
+      expect(refused).toContain('not today');
+      expect(refused).not.toContain('42');
+
+      // A result in place of a decision does not stand in for the server-side tool.
+      const third = await ask();
+      const refusal = await client.sendMessage(userMessage([data({ toolCallId: third.callId, output: '42' })], { taskId: third.asked.id, contextId: third.asked.contextId })).catch((error: unknown) => error);
+      expect(refusal).toBeInstanceOf(Error);
+      expect((refusal as Error).message).toMatch(/waits for tool results/);
+      expect((await client.getTask({ id: third.asked.id, historyLength: undefined, tenant: '' })).status?.state).toBe(TaskState.TASK_STATE_INPUT_REQUIRED);
     });
 
     it('cancels a working task, and a finished one is not cancelable', async () => {

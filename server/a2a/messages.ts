@@ -1,9 +1,11 @@
 // An A2A message as the chat messages a turn takes. Text parts are what the user says; an image (by URL,
 // or as bytes with an image media type) is shown to the model; a `data` part with a `toolCallId` is the
-// result of a client-side tool the task asked for (`{toolCallId, output}`), and any other `data` part is
-// JSON the user sends. Bytes of a kind the model cannot read are refused as A2A's ContentTypeNotSupported.
+// result of a client-side tool the task asked for (`{toolCallId, output}`), one with `approve` the decision
+// on a call that waits for approval (`{toolCallId, approve, reason?}`), and any other `data` part is JSON
+// the user sends. Bytes of a kind the model cannot read are refused as A2A's ContentTypeNotSupported.
 import { invalidRequest } from '../errors.ts';
 import type { ChatMessage } from '../models/types.ts';
+import type { ApprovalAnswer } from '../runs/loop.ts';
 import { A2aError } from './errors.ts';
 import type { A2aMessage, A2aPart } from './projection.ts';
 
@@ -18,8 +20,28 @@ interface ToolResult {
   error?: unknown;
 }
 
+interface ApprovalDecision {
+  toolCallId: string;
+  approve: boolean;
+  reason?: unknown;
+}
+
 function isToolResult(data: unknown): data is ToolResult {
   return typeof data === 'object' && data !== null && typeof (data as { toolCallId?: unknown }).toolCallId === 'string';
+}
+
+function isApprovalDecision(data: unknown): data is ApprovalDecision {
+  return isToolResult(data) && typeof (data as { approve?: unknown }).approve === 'boolean';
+}
+
+/** The decisions on calls waiting for approval an A2A message carries. */
+export function toApprovals(message: A2aMessage): ApprovalAnswer[] {
+  return message.parts.flatMap((part) => {
+    if (!isApprovalDecision(part.data)) return [];
+    const { toolCallId, approve, reason } = part.data;
+    const answer: ApprovalAnswer = { tool_call_id: toolCallId, decision: approve ? 'approve' : 'deny', ...(typeof reason === 'string' && reason ? { reason } : {}) };
+    return [answer];
+  });
 }
 
 function textOf(value: unknown): string {
@@ -47,11 +69,12 @@ function userPart(part: A2aPart, index: number): UserPart {
   });
 }
 
-/** The chat messages an A2A message stands for: tool results first, then what the user says. */
+/** The chat messages an A2A message stands for: tool results first, then what the user says (decisions are apart). */
 export function toChatMessages(message: A2aMessage): ChatMessage[] {
   const tools: ChatMessage[] = [];
   const parts: UserPart[] = [];
   message.parts.forEach((part, index) => {
+    if (isApprovalDecision(part.data)) return;
     if (isToolResult(part.data)) {
       const result = part.data;
       tools.push({

@@ -3,7 +3,8 @@
 // updates while its text is produced; the run's end is a status update:
 //   - RunStarted (the run, or its continuation after tool results): TASK_STATE_WORKING;
 //   - ToolRequest: TASK_STATE_INPUT_REQUIRED, its status message an agent message with a `data` part per
-//     pending call of a client-side tool, `{toolCallId, name, arguments}`;
+//     pending call of a client-side tool, `{toolCallId, name, arguments}`, and per server-side call waiting
+//     for approval, `{toolCallId, name, arguments, approvalRequired: true, mcpServer?}`;
 //   - RunCompleted: TASK_STATE_COMPLETED, or TASK_STATE_CANCELED;
 //   - RunError: TASK_STATE_FAILED, its status message the error's text.
 // A team member's own work is the member's conversation, not the team's answer: it is left out, as the
@@ -55,14 +56,19 @@ function parsedArguments(text: string): unknown {
 }
 
 /** The agent's request for input: one `data` part per pending client-side tool call. */
-export function inputRequest(ref: TaskRef, calls: ToolCall[]): A2aMessage {
+export function inputRequest(ref: TaskRef, calls: ToolCall[], approvals: readonly Schemas['ApprovalRequest'][] = []): A2aMessage {
+  const asking = new Map(approvals.map((approval) => [approval.tool_call_id, approval]));
+  const approvalOf = (call: ToolCall) => {
+    const approval = asking.get(call.id);
+    return approval ? { approvalRequired: true, ...(approval.mcp ? { mcpServer: approval.mcp.server } : {}) } : {};
+  };
   return {
     messageId: `${ref.taskId}-input-${calls[0]?.id ?? 'none'}`,
     taskId: ref.taskId,
     contextId: ref.contextId,
     role: 'ROLE_AGENT',
     parts: calls.map((call) => ({
-      data: { toolCallId: call.id, name: call.function.name, arguments: parsedArguments(call.function.arguments) },
+      data: { toolCallId: call.id, name: call.function.name, arguments: parsedArguments(call.function.arguments), ...approvalOf(call) },
       mediaType: 'application/json',
     })),
   };
@@ -76,7 +82,7 @@ function failureMessage(ref: TaskRef, text: string): A2aMessage {
 export function statusOfRun(ref: TaskRef, row: Pick<RunRow, 'status' | 'required_action' | 'error' | 'updated_at'>): A2aTaskStatus {
   const state = stateOfRun(row.status);
   const message =
-    state === 'TASK_STATE_INPUT_REQUIRED' && row.required_action ? inputRequest(ref, row.required_action.tool_calls)
+    state === 'TASK_STATE_INPUT_REQUIRED' && row.required_action ? inputRequest(ref, row.required_action.tool_calls, row.required_action.approvals)
     : state === 'TASK_STATE_FAILED' && row.error ? failureMessage(ref, row.error.message)
     : undefined;
   return { state, timestamp: row.updated_at.toISOString(), ...(message ? { message } : {}) };
@@ -133,7 +139,7 @@ export class TaskProjection {
       case 'RunResponse':
         return this.#response(event);
       case 'ToolRequest':
-        this.#setStatus('TASK_STATE_INPUT_REQUIRED', inputRequest(this.ref, event.tool_calls), event.created_at);
+        this.#setStatus('TASK_STATE_INPUT_REQUIRED', inputRequest(this.ref, event.tool_calls, event.approvals), event.created_at);
         return this.#end();
       case 'RunCompleted':
         this.#setStatus(event.status === 'canceled' ? 'TASK_STATE_CANCELED' : 'TASK_STATE_COMPLETED', undefined, event.created_at);

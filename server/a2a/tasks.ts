@@ -13,7 +13,7 @@ import type { SessionTarget } from '../sessions/store.ts';
 import type { Queryable } from '../store/db.ts';
 import type { TeamRunner } from '../teams/runner.ts';
 import { A2aError, taskNotFound } from './errors.ts';
-import { toChatMessages } from './messages.ts';
+import { toApprovals, toChatMessages } from './messages.ts';
 import type { A2aPush } from './push.ts';
 import {
   foldTask,
@@ -172,12 +172,14 @@ export function createA2aTasks(deps: A2aTaskDeps) {
       resumeAfter = await deps.push.resumePoint(row.id);
     }
     const messages = toChatMessages(message);
-    if (messages.length === 0) throw invalidRequest('The message has no parts.', 'message.parts');
+    const approvals = toApprovals(message);
+    if (messages.length === 0 && approvals.length === 0) throw invalidRequest('The message has no parts.', 'message.parts');
     const input: TurnInput = {
       userId: caller.userId,
       apiKeyId: caller.apiKeyId,
       conversation: { sessionId, messages },
       metadata: { protocol: 'a2a' },
+      ...(approvals.length > 0 ? { approvals } : {}),
     };
     try {
       const handle = await starterOf(targetId)(input, { resumable: true });
