@@ -209,7 +209,7 @@ export async function createServices(config: Config, overrides: ServiceOverrides
   if (native.engine === 'pglite') metrics.measureEmbeddedDatabase(() => pgliteMemoryBytes(native.pglite));
   await engine.start();
   const teams = createTeamStore({ db, agents, models, sealer, checkUrl: (url) => void outbound.check(url), limitOf: resourceLimit });
-  const teamRunner = createTeamRunner({ startTurn: engine.startTurn, lifecycle: runLifecycle, serverTools, remoteTools, teams, runs, logger });
+  const teamRunner = createTeamRunner({ startTurn: engine.startTurn, lifecycle: runLifecycle, serverTools, remoteTools, teams, agents, runs, logger });
   const a2aPush = createA2aPush({ db, jobs, outbound, engine, runs, logger, sealer, options: { timeoutMs: 10_000, retryDelaySeconds: 1, retryLimit: 10 } });
   await a2aPush.start();
   // Open streams end with a final event as soon as shutdown begins, so that draining does not wait on them.

@@ -312,6 +312,30 @@ describe.each(await availableEngines())('agents with MCP servers on %s', (engine
     expect(requested.message?.content).toContain('lent__peek returned: count is');
   });
 
+  it("keeps a member's own MCP servers in a team, under the member's approvals, answered on the team's run", async () => {
+    const member = await createAgent({ name: 'Keeper', mcp_servers: [{ name: 'counter', url: `${mcp.url}/counter` }] });
+    const team = (await user.client.POST('/v1/teams', { body: { name: 'Keepers', leader_model: 'local', members: [{ agent_id: member.id }] } })).data!;
+    const teamChat = async (body: ChatRequest) => {
+      const answer = await user.client.POST('/v1/teams/{teamId}/chat', { params: { path: { teamId: team.id } }, body });
+      expect(answer.response.status).toBe(200);
+      return answer.data!;
+    };
+    for (const decision of ['approve', 'deny'] as const) {
+      const before = mcp.count();
+      const halted = await teamChat({ messages: [{ role: 'user', content: 'ask_keeper {"task": "counter__increment now"}' }] });
+      expect(halted.status).toBe('requires_action');
+      const call = halted.required_action!.tool_calls[0]!;
+      expect(call.function.name).toBe('counter__increment');
+      expect(halted.required_action!.approvals).toEqual([{ tool_call_id: call.id, name: 'counter__increment', mcp: { server: 'counter', tool: 'increment' } }]);
+      expect(mcp.count()).toBe(before);
+      const done = await teamChat({ session_id: halted.session_id, messages: [], approvals: [{ tool_call_id: call.id, decision, ...(decision === 'deny' ? { reason: 'not now' } : {}) }] });
+      expect(done.status).toBe('completed');
+      expect(done.run_id).toBe(halted.run_id);
+      expect(mcp.count()).toBe(decision === 'approve' ? before + 1 : before);
+      expect(done.message?.content).toContain(decision === 'approve' ? `count is ${before + 1}` : 'not now');
+    }
+  });
+
   it('takes MCP servers on a chat request too', async () => {
     const agent = await createAgent({});
     const before = mcp.count();

@@ -31,11 +31,14 @@ export interface LoopTool {
 export class HaltForClient extends Error {
   readonly toolCalls: ToolCall[];
   readonly from: Speaker;
+  /** Which of the calls are server-side calls waiting for approval rather than client-side tools. */
+  readonly approvals: ApprovalRequest[];
 
-  constructor(toolCalls: ToolCall[], from: Speaker) {
+  constructor(toolCalls: ToolCall[], from: Speaker, approvals: ApprovalRequest[] = []) {
     super('halted for client-side tools');
     this.toolCalls = toolCalls;
     this.from = from;
+    this.approvals = approvals;
   }
 }
 
@@ -230,7 +233,13 @@ async function executeCalls(spec: LoopSpec, calls: ToolCall[], history: ChatMess
       } catch (error) {
         if (!(error instanceof HaltForClient)) throw error;
         await keep();
-        return { kind: 'requires_action', toolCalls: error.toolCalls, from: error.from, pending: [...halting, ...calls.slice(index)] };
+        return {
+          kind: 'requires_action',
+          toolCalls: error.toolCalls,
+          from: error.from,
+          pending: [...halting, ...calls.slice(index)],
+          ...(error.approvals.length ? { approvals: error.approvals } : {}),
+        };
       }
       io.emit({ type: 'ToolCallCompleted', ...from, tool_call_id: call.id, name: call.function.name, output: result.output, is_error: result.isError });
       results.push({ role: 'tool', tool_call_id: call.id, content: result.output });

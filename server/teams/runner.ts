@@ -7,7 +7,7 @@
 //   broadcast:  every member answers; the leader synthesizes.
 // A member's client-side tool halts the whole team run; the results resume the member, then the leader.
 import type { Logger } from 'pino';
-import { checkToolNames, type Agent } from '../agents/agents.ts';
+import { checkToolNames, type Agent, type AgentStore } from '../agents/agents.ts';
 import { ApiError } from '../errors.ts';
 import { textOf, type AssistantMessage, type ChatMessage, type FunctionTool, type ToolCall } from '../models/types.ts';
 import type { RunHandle, TeamTurnInput, TurnContext, TurnOptions, TurnOutcome, TurnSpec } from '../runs/engine.ts';
@@ -15,7 +15,7 @@ import { addUsage, zeroUsage, type RunEventBody, type Speaker } from '../runs/ev
 import type { MemberUsage, OpenRun, RunEnding, RunLifecycle } from '../runs/lifecycle.ts';
 import { turnMcpServers } from '../mcp/config.ts';
 import { remoteTools, type RemoteToolsDeps } from '../mcp/remote.ts';
-import { HaltForClient, runLoop, type LoopOutcome, type LoopSpec, type LoopState, type LoopTool } from '../runs/loop.ts';
+import { HaltForClient, runLoop, type ApprovalRequest, type LoopOutcome, type LoopSpec, type LoopState, type LoopTool } from '../runs/loop.ts';
 import type { RunStore } from '../runs/store.ts';
 import { mergeClientTools } from '../runs/rules.ts';
 import type { ServerToolsFor } from '../runs/tools.ts';
@@ -44,10 +44,21 @@ interface TeamRunState {
 class MemberHalt extends HaltForClient {
   readonly runId: string;
 
-  constructor(toolCalls: ToolCall[], from: Speaker, runId: string) {
-    super(toolCalls, from);
+  constructor(toolCalls: ToolCall[], from: Speaker, runId: string, approvals: ApprovalRequest[] = []) {
+    super(toolCalls, from, approvals);
     this.runId = runId;
   }
+}
+
+/** What a halted member run keeps: its conversation, and the calls waiting for approval to execute first. */
+interface MemberRunState {
+  history: ChatMessage[];
+  pending?: ToolCall[];
+}
+
+/** A halted member's approvals, for the team's own halt. */
+function approvalsOf(halt: HaltForClient): { approvals?: ApprovalRequest[] } {
+  return halt.approvals.length > 0 ? { approvals: halt.approvals } : {};
 }
 
 const FORWARDED = new Set(['RunResponse', 'ToolCallStarted', 'ToolCallCompleted']);
@@ -85,6 +96,8 @@ export interface TeamRunnerDeps {
   /** How the leader reaches the team's remote MCP servers. */
   remoteTools: RemoteToolsDeps;
   teams: TeamStore;
+  /** A member's own MCP servers. */
+  agents: Pick<AgentStore, 'mcpServers'>;
   runs: RunStore;
   logger: Logger;
 }
@@ -204,6 +217,7 @@ export function createTeamRunner(deps: TeamRunnerDeps) {
     return async (member, start) => {
       let child: OpenRun;
       let history: ChatMessage[];
+      let waiting: ToolCall[] = [];
       if ('task' in start) {
         child = await lifecycle.open({
           userId: input.userId,
@@ -216,18 +230,24 @@ export function createTeamRunner(deps: TeamRunnerDeps) {
         history = [{ role: 'user', content: start.task }];
       } else {
         child = await lifecycle.resume(start.runId);
-        history = [...((child.row.state as { history: ChatMessage[] } | null)?.history ?? []), ...start.results];
+        const saved = child.row.state as MemberRunState | null;
+        history = [...(saved?.history ?? []), ...start.results];
+        waiting = saved?.pending ?? [];
       }
       const memberRunId = child.row.id;
       const state: LoopState = { usage: { ...child.row.usage }, sources: context.state.sources };
       const before = { ...child.row.usage };
+      // A member keeps its own MCP servers in a team, under the same approvals as when it runs alone.
+      const servers = member.agent.mcp_servers.length > 0 ? await deps.agents.mcpServers(input.userId, member.agent.id) : [];
+      const remote = servers.length > 0 ? await remoteTools(servers, deps.remoteTools, context.io.signal) : undefined;
       const spec: LoopSpec = {
         model: member.agent.model,
-        instructions: member.agent.instructions,
+        instructions: [member.agent.instructions, ...(remote?.unavailable ?? [])].filter(Boolean).join('\n'),
         settings: member.agent.model_settings,
         clientTools: plan.clientTools ? member.agent.tools : [],
-        serverTools: deps.serverTools(member.agent, input, () => context.io.signal),
+        serverTools: [...deps.serverTools(member.agent, input, () => context.io.signal), ...(remote?.tools ?? [])],
         maxSteps: member.agent.max_steps,
+        decisions: new Map((input.approvals ?? []).map((answer) => [answer.tool_call_id, answer])),
       };
       const account = () => {
         addUsage(context.state.usage, {
@@ -252,8 +272,10 @@ export function createTeamRunner(deps: TeamRunnerDeps) {
             persist: async () => {},
           },
           state,
+          waiting,
         );
       } catch (error) {
+        await remote?.close();
         account();
         const ending: RunEnding = context.io.signal.aborted
           ? { status: 'canceled' }
@@ -261,10 +283,14 @@ export function createTeamRunner(deps: TeamRunnerDeps) {
         await lifecycle.end(child, ending, state.usage);
         throw error;
       }
+      await remote?.close();
       account();
       if (outcome.kind === 'requires_action') {
-        await lifecycle.end(child, { status: 'requires_action', toolCalls: outcome.toolCalls, state: { history } }, state.usage);
-        throw new MemberHalt(outcome.toolCalls, member.speaker, memberRunId);
+        // Calls waiting for approval run (or are refused) first when the member goes on, as an agent's do.
+        const asked = new Set((outcome.approvals ?? []).map((approval) => approval.tool_call_id));
+        const memberState: MemberRunState = { history, pending: outcome.toolCalls.filter((call) => asked.has(call.id)) };
+        await lifecycle.end(child, { status: 'requires_action', toolCalls: outcome.toolCalls, ...(outcome.approvals ? { approvals: outcome.approvals } : {}), state: memberState }, state.usage);
+        throw new MemberHalt(outcome.toolCalls, member.speaker, memberRunId, outcome.approvals);
       }
       await lifecycle.end(child, { status: 'completed', message: outcome.message, finishReason: outcome.finishReason }, state.usage);
       return { message: outcome.message, messageId };
@@ -396,7 +422,7 @@ export function createTeamRunner(deps: TeamRunnerDeps) {
       return finish({ kind: 'completed', message: await adopt(context, member, answer), finishReason: 'stop' }, member.speaker);
     } catch (error) {
       if (error instanceof MemberHalt) {
-        return finish({ kind: 'requires_action', toolCalls: error.toolCalls, from: error.from }, member.speaker, { member: { runId: error.runId, agentId: member.agent.id, callId: null } });
+        return finish({ kind: 'requires_action', toolCalls: error.toolCalls, from: error.from, ...approvalsOf(error) }, member.speaker, { member: { runId: error.runId, agentId: member.agent.id, callId: null } });
       }
       throw error;
     }
@@ -416,7 +442,7 @@ export function createTeamRunner(deps: TeamRunnerDeps) {
         answers.push({ agentId, text: message ? textOf(message.content) : '' });
       } catch (error) {
         if (error instanceof MemberHalt) {
-          return finish({ kind: 'requires_action', toolCalls: error.toolCalls, from: error.from }, member.speaker, {
+          return finish({ kind: 'requires_action', toolCalls: error.toolCalls, from: error.from, ...approvalsOf(error) }, member.speaker, {
             member: { runId: error.runId, agentId, callId: null },
             answers,
             remaining,
