@@ -93,6 +93,9 @@ export function toConnexityUsage(usage: TokenUsage): ConnexityResponse['usage'] 
   return { prompt_tokens: usage.prompt_tokens, completion_tokens: usage.completion_tokens, total_tokens: usage.total_tokens };
 }
 
+/** The contract has no way to ask the platform for an approval: a call that would ask is refused, with this. */
+const CANNOT_ASK = 'this conversation (the Connexity contract) cannot ask anyone for approval, so the call was not made';
+
 /** A `/respond` call is one stateless turn over the whole transcript, answered as the fold of its events. */
 export async function respondTurn(
   deps: { models: { get(id: string): { provider: string } | undefined } },
@@ -106,7 +109,7 @@ export async function respondTurn(
   if (testCase) metadata.test_case_id = testCase;
   if (turnIndex !== undefined) metadata.turn_index = String(turnIndex);
   const handle = await start(
-    { ...caller, conversation: { messages: toChatMessages(body.messages), stateless: true }, clientTools: false, metadata },
+    { ...caller, conversation: { messages: toChatMessages(body.messages), stateless: true }, clientTools: false, cannotAsk: CANNOT_ASK, metadata },
     { resumable: false },
   );
   const turn = succeeded(await collectTurn(handle, request.signal));

@@ -288,6 +288,18 @@ describe('protocol adapters', () => {
       expect(plain.messages).toEqual([{ role: 'assistant', content: 'get_weather please', tool_calls: null, tool_call_id: null, name: null }]);
     });
 
+    it('refuses a call that would wait for approval, as the contract cannot ask for one: the tool never runs and the model is told', async () => {
+      const agent = await agentWith({ server_tools: ['calculator'], server_tool_approvals: { calculator: 'always_ask' } });
+      const response = await post(`/v1/agents/${agent.id}/respond`, { messages: [{ role: 'user', content: 'calculator {"expression": "6*7"}' }] });
+      expect(response.status).toBe(200);
+      const body = await response.json();
+      expect(body.messages.map((m: { role: string }) => m.role)).toEqual(['assistant', 'tool', 'assistant']);
+      expect(body.messages[1]).toMatchObject({ role: 'tool', name: 'calculator', content: expect.stringContaining('cannot ask anyone for approval') });
+      // The calculator's answer would be 42: neither the tool message nor the reply has it.
+      expect(body.messages[1].content).not.toContain('42');
+      expect(body.messages[2].content).not.toContain('42');
+    });
+
     it('answers the connection probe and refuses a tool message answering no call with 400', async () => {
       const agent = await agentWith();
       expect((await post(`/v1/agents/${agent.id}/respond`, { messages: [{ role: 'user', content: 'ping' }] })).status).toBe(200);

@@ -92,6 +92,11 @@ export interface TurnInput {
    * before it calls the model again, as a resumed run does.
    */
   answeredCalls?: { calls: ToolCall[]; answers: ApprovalAnswer[] } | undefined;
+  /**
+   * Why this protocol cannot ask its client for approval (Connexity's contract has no way to): a call
+   * that would ask is refused with this reason, never run unasked and never left waiting.
+   */
+  cannotAsk?: string | undefined;
 }
 
 /** An agent's instructions with a turn's own after them. */
@@ -384,6 +389,7 @@ export function createRunEngine(deps: EngineDeps): RunEngine {
               serverTools: [...deps.serverTools(agent, input, () => context.io.signal), ...(remote?.tools ?? [])],
               maxSteps: agent.max_steps,
               decisions: new Map([...(input.approvals ?? []), ...(input.answeredCalls?.answers ?? [])].map((answer) => [answer.tool_call_id, answer])),
+              cannotAsk: input.cannotAsk,
             };
             // Calls that waited for approval run (or are refused) first, as the answers say.
             const waiting = context.resumed ? approvalCallsOf(context.run.state) : (input.answeredCalls?.calls ?? []);

@@ -54,6 +54,8 @@ export interface LoopSpec {
   speaker?: Speaker;
   /** The client's answers to the approvals the run waited for, by tool call id. */
   decisions?: ReadonlyMap<string, ApprovalAnswer>;
+  /** Why this turn's client cannot be asked for approval; a call that would ask is refused with it. */
+  cannotAsk?: string | undefined;
 }
 
 export interface LoopIO {
@@ -212,7 +214,7 @@ async function executeCalls(spec: LoopSpec, calls: ToolCall[], history: ChatMess
       const args = parseArguments(call.function.arguments);
       const asks = typeof args !== 'string' && server.approval?.(args) === true;
       // A call the client answered keeps its answer even if its policy changed since: a denial holds.
-      const decision = spec.decisions?.get(call.id);
+      const decision: ApprovalAnswer | undefined = spec.decisions?.get(call.id) ?? (asks && spec.cannotAsk ? { tool_call_id: call.id, decision: 'deny', reason: spec.cannotAsk } : undefined);
       if (asks && !decision) {
         // Waits for the client like a client-side tool; executed (or refused) when the run goes on.
         halting.push(call);

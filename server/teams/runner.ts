@@ -248,6 +248,7 @@ export function createTeamRunner(deps: TeamRunnerDeps) {
         serverTools: [...deps.serverTools(member.agent, input, () => context.io.signal), ...(remote?.tools ?? [])],
         maxSteps: member.agent.max_steps,
         decisions: new Map((input.approvals ?? []).map((answer) => [answer.tool_call_id, answer])),
+        cannotAsk: input.cannotAsk,
       };
       const account = () => {
         addUsage(context.state.usage, {
@@ -368,6 +369,7 @@ export function createTeamRunner(deps: TeamRunnerDeps) {
         clientTools: own.client,
         serverTools: [...own.server, ...(remote?.tools ?? []), ...delegations],
         decisions: new Map([...(plan.input.approvals ?? []), ...(plan.input.answeredCalls?.answers ?? [])].map((answer) => [answer.tool_call_id, answer])),
+        cannotAsk: plan.input.cannotAsk,
       };
       // A stateless protocol's next request answers approvals in a new run: its calls go first, as a resumed run's.
       const waiting = context.resumed ? (saved.pending ?? []) : (plan.input.answeredCalls?.calls ?? []);
