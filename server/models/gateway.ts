@@ -6,6 +6,7 @@ import { ApiError } from '../errors.ts';
 import type { UpstreamMetrics, UpstreamObserver, UpstreamOutcome } from '../metrics/metrics.ts';
 import type { Catalog, ModelSpec } from './catalog.ts';
 import { completeViaChat, streamViaChat } from './legacy.ts';
+import { chunkText } from './upstream.ts';
 import {
   UpstreamError,
   type CallOptions,
@@ -14,6 +15,7 @@ import {
   type ChatCompletionChunk,
   type Completion,
   type EmbeddingResult,
+  type PassThroughChunk,
   type Provider,
   type ProviderChatRequest,
   type ProviderCompletionRequest,
@@ -97,6 +99,13 @@ function deadline(ms: number, outer: AbortSignal | undefined) {
       outer?.removeEventListener('abort', onAbort);
     },
   };
+}
+
+/** Parsed chunks as pass-through chunks, for providers that have no pass-through of their own. */
+async function* parsedChunks(chunks: AsyncIterable<ChatCompletionChunk>): AsyncGenerator<PassThroughChunk> {
+  for await (const chunk of chunks) {
+    yield { model: chunk.model, usage: chunk.usage, usageOnly: chunk.choices.length === 0 && !!chunk.usage, text: chunkText(chunk), finished: chunk.choices.some((choice) => choice.finish_reason !== null && choice.finish_reason !== undefined), chunk };
+  }
 }
 
 export function createGateway(catalog: Catalog, providers: Map<string, Provider>, options: GatewayOptions) {
@@ -249,6 +258,18 @@ export function createGateway(catalog: Catalog, providers: Map<string, Provider>
     /** Chat completion chunks, as streamWithFallbacks describes; the last carries `usage` and no choices. */
     chatStream(id: string, request: Omit<ProviderChatRequest, 'model'>, call: CallOptions = {}): AsyncGenerator<ChatCompletionChunk, ModelSpec> {
       return streamWithFallbacks(id, 'chat', call.signal, (provider, model, signal) => provider.chatStream({ ...request, model: model.upstream }, { signal }));
+    },
+
+    /**
+     * `chatStream` for relaying to an OpenAI client: chunks as the upstream wrote them where the provider
+     * can (see PassThroughChunk), parsed chunks otherwise.
+     */
+    chatPassThrough(id: string, request: Omit<ProviderChatRequest, 'model'>, call: CallOptions = {}): AsyncGenerator<PassThroughChunk, ModelSpec> {
+      return streamWithFallbacks(id, 'chat', call.signal, (provider, model, signal) =>
+        provider.chatStreamPassThrough
+          ? provider.chatStreamPassThrough({ ...request, model: model.upstream }, { signal })
+          : parsedChunks(provider.chatStream({ ...request, model: model.upstream }, { signal })),
+      );
     },
 
     /** A legacy completion: native where the provider has it, otherwise served by the chat model. */
