@@ -1,10 +1,15 @@
-// Concurrent streaming agent runs on the local model: N clients (100, then 1,000) each open a chat stream
-// at once against a server in its own process; prints events per second, the delay between a stream's
-// events beyond the model's own pace, and the server's memory per open stream.
+// Concurrent streaming agent runs on the local model (target 3): N clients (100, then 1,000) each open a chat
+// stream at once against a server in its own process, on PGlite and on PostgreSQL (a fresh database on
+// BENCH_DATABASE_URL's server, postgres://postgres@127.0.0.1:5432/test by default; skipped when none
+// answers); prints events per second, the delay between a stream's events beyond the model's own pace, the
+// server's memory per open stream, and its RSS 30 s after the last round against where it started.
+//   npm run bench -- runs              (BENCH_RUNS_ENGINES=pglite or postgres for one engine)
 import { readFileSync, mkdtempSync, rmSync } from 'node:fs';
 import { Agent, request } from 'node:http';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import pg from 'pg';
+import { postgresReachable } from '../server/testing/database.ts';
 import { unlimitedPlanEnv } from '../server/testing/plans.ts';
 import { runScript, startServerProcess } from '../test/e2e/server-process.ts';
 import type { BenchOptions, BenchResult, BenchSection } from './section.ts';
@@ -13,6 +18,24 @@ const WORDS = 40;
 /** The local model's pause between words: streams stay open long enough to overlap. */
 const TOKEN_DELAY_MS = 20;
 const CONCURRENCY = [100, 1000];
+/** How long after the load the server's RSS is read again, and how far above where it started it may be. */
+const SETTLE_SECONDS = 30;
+const SETTLED_WITHIN = 0.1;
+const postgresUrl = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
+
+interface Row {
+  concurrency: number;
+  completed: number;
+  events: number;
+  seconds: number;
+  eventsPerSecond: number;
+  gapP50: number;
+  gapP99: number;
+  addedP99: number;
+  rssBaseMb: number;
+  rssPeakMb: number;
+  kbPerStream: number;
+}
 
 interface StreamFigures {
   events: number;
@@ -74,7 +97,8 @@ function openStream(url: string, agentId: string, apiKey: string, agent: Agent):
   });
 }
 
-async function run(_options: BenchOptions): Promise<BenchResult> {
+/** Both rounds on one engine, and the RSS before them and SETTLE_SECONDS after them. */
+async function engineRounds(engine: string, extraEnv: Record<string, string>) {
   const dataDir = mkdtempSync(path.join(tmpdir(), 'oaa-bench-runs-'));
   const env = {
     NODE_ENV: 'production',
@@ -82,11 +106,14 @@ async function run(_options: BenchOptions): Promise<BenchResult> {
     DATA_DIR: dataDir,
     LOCAL_MODEL_TOKEN_DELAY_MS: String(TOKEN_DELAY_MS),
     ...unlimitedPlanEnv(),
+    ...extraEnv,
     ...(process.env.BENCH_NODE_OPTIONS ? { NODE_OPTIONS: process.env.BENCH_NODE_OPTIONS } : {}),
   };
   const apiKey = await runScript('scripts/create-key.ts', ['--email', 'bench-runs@example.com'], env);
   const server = await startServerProcess(env);
-  const rows: { concurrency: number; completed: number; events: number; seconds: number; eventsPerSecond: number; gapP50: number; gapP99: number; addedP99: number; rssBaseMb: number; rssPeakMb: number; kbPerStream: number }[] = [];
+  const rows: Row[] = [];
+  let rssStartMb = 0;
+  let rssSettledMb = 0;
   try {
     const created = await fetch(`${server.url}/v1/agents`, {
       method: 'POST',
@@ -95,6 +122,7 @@ async function run(_options: BenchOptions): Promise<BenchResult> {
     });
     const agentId = ((await created.json()) as { id: string }).id;
     const pid = server.child.pid!;
+    rssStartMb = rssMb(pid);
     for (const concurrency of CONCURRENCY) {
       const agent = new Agent({ keepAlive: false, maxSockets: Infinity });
       const rssBase = rssMb(pid);
@@ -123,22 +151,62 @@ async function run(_options: BenchOptions): Promise<BenchResult> {
       // Let the server settle between rounds.
       await new Promise((resolve) => setTimeout(resolve, 2000));
     }
+    await new Promise((resolve) => setTimeout(resolve, (SETTLE_SECONDS - 2) * 1000));
+    rssSettledMb = rssMb(pid);
   } finally {
     await server.kill('SIGTERM');
     rmSync(dataDir, { recursive: true, force: true });
   }
-  const header = ['streams', 'completed', 'events', 'seconds', 'events/s', 'gap p50 ms', 'gap p99 ms', 'added p99 ms', 'RSS base MB', 'RSS peak MB', 'KB per stream'];
-  const lines = rows.map((row) =>
-    [row.concurrency, row.completed, row.events, row.seconds, row.eventsPerSecond, row.gapP50, row.gapP99, row.addedP99, row.rssBaseMb, row.rssPeakMb, row.kbPerStream].join(' | '),
+  const big = rows.at(-1)!;
+  return {
+    engine,
+    rows,
+    rssStartMb: Math.round(rssStartMb),
+    rssSettledMb: Math.round(rssSettledMb),
+    targets: {
+      kbPerStream: { value: big.kbPerStream, target: '<= 50', met: big.kbPerStream <= 50 },
+      addedP99Ms: { value: big.addedP99, target: '<= 50', met: big.addedP99 <= 50 },
+      settledRss: { value: Number((rssSettledMb / rssStartMb - 1).toFixed(3)), target: `<= ${SETTLED_WITHIN} above the start after ${SETTLE_SECONDS} s`, met: rssSettledMb <= rssStartMb * (1 + SETTLED_WITHIN) },
+      allCompleted: { value: big.completed, target: `${big.concurrency}`, met: big.completed === big.concurrency },
+    },
+  };
+}
+
+async function run(_options: BenchOptions): Promise<BenchResult> {
+  const only = process.env.BENCH_RUNS_ENGINES?.split(',');
+  const engines: Awaited<ReturnType<typeof engineRounds>>[] = [];
+  if (!only || only.includes('pglite')) engines.push(await engineRounds('pglite', {}));
+  if ((!only || only.includes('postgres')) && (await postgresReachable(postgresUrl))) {
+    const database = `oaa_bench_runs_${process.pid}`;
+    const admin = new pg.Client({ connectionString: postgresUrl });
+    await admin.connect();
+    await admin.query(`CREATE DATABASE ${database}`);
+    try {
+      const url = new URL(postgresUrl);
+      url.pathname = `/${database}`;
+      engines.push(await engineRounds('postgres', { DATABASE_URL: url.href }));
+    } finally {
+      await admin.query(`DROP DATABASE ${database} WITH (FORCE)`);
+      await admin.end();
+    }
+  }
+  const header = ['engine', 'streams', 'completed', 'events', 'seconds', 'events/s', 'gap p50 ms', 'gap p99 ms', 'added p99 ms', 'RSS base MB', 'RSS peak MB', 'KB per stream'];
+  const lines = engines.flatMap((e) =>
+    e.rows.map((row) => [e.engine, row.concurrency, row.completed, row.events, row.seconds, row.eventsPerSecond, row.gapP50, row.gapP99, row.addedP99, row.rssBaseMb, row.rssPeakMb, row.kbPerStream].join(' | ')),
   );
   return {
     report: [
-      `Streaming runs on the local model (${WORDS} words per reply, ${TOKEN_DELAY_MS} ms between words; server in production mode on PGlite)`,
+      `Streaming runs on the local model (${WORDS} words per reply, ${TOKEN_DELAY_MS} ms between words; server in production mode)`,
       `| ${header.join(' | ')} |`,
       `| ${header.map(() => '---').join(' | ')} |`,
       ...lines.map((line) => `| ${line} |`),
+      '',
+      ...engines.flatMap((e) => [
+        `${e.engine}: RSS ${e.rssStartMb} MB before the rounds, ${e.rssSettledMb} MB ${SETTLE_SECONDS} s after them`,
+        ...Object.entries(e.targets).map(([name, t]) => `${e.engine}: target 3 ${name} ${t.target}: ${t.value}, ${t.met ? 'met' : 'NOT met'}`),
+      ]),
     ].join('\n'),
-    json: { wordsPerReply: WORDS, tokenDelayMs: TOKEN_DELAY_MS, rows },
+    json: { section: 'runs', at: new Date().toISOString(), wordsPerReply: WORDS, tokenDelayMs: TOKEN_DELAY_MS, settleSeconds: SETTLE_SECONDS, engines },
   };
 }
 
