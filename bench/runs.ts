@@ -112,8 +112,8 @@ async function engineRounds(engine: string, extraEnv: Record<string, string>) {
   const apiKey = await runScript('scripts/create-key.ts', ['--email', 'bench-runs@example.com'], env);
   const server = await startServerProcess(env);
   const rows: Row[] = [];
-  let rssStartMb = 0;
-  let rssSettledMb = 0;
+  let rssStartMb: number;
+  let rssSettledMb: number;
   try {
     const created = await fetch(`${server.url}/v1/agents`, {
       method: 'POST',

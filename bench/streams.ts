@@ -25,6 +25,8 @@ const CONTENT = '"content":"';
 interface RoundFigures {
   streams: number;
   failed: number;
+  /** The failures by status (or `error` for a broken connection). */
+  failures: Record<string, number>;
   /** Content chunks received over all streams. */
   chunks: number;
   stalled: number;
@@ -42,6 +44,11 @@ async function round(url: string, headers: Record<string, string>, count: number
   const ttfts: number[] = [];
   const gaps: number[] = [];
   let failed = 0;
+  const failures: Record<string, number> = {};
+  const fail = (why: string) => {
+    failed++;
+    failures[why] = (failures[why] ?? 0) + 1;
+  };
   let chunks = 0;
   const started = performance.now();
   await Promise.all(
@@ -67,16 +74,16 @@ async function round(url: string, headers: Record<string, string>, count: number
               }
             });
             res.on('end', () => {
-              if (res.statusCode !== 200) failed++;
+              if (res.statusCode !== 200) fail(String(res.statusCode));
               resolve();
             });
             res.on('error', () => {
-              failed++;
+              fail('error');
               resolve();
             });
           });
           req.on('error', () => {
-            failed++;
+            fail('error');
             resolve();
           });
           req.end(BODY);
@@ -90,6 +97,7 @@ async function round(url: string, headers: Record<string, string>, count: number
   return {
     streams: count,
     failed,
+    failures,
     chunks,
     stalled: gaps.filter((gap) => gap > STALL_MS).length,
     ttftP50: percentile(ttfts, 50),
@@ -156,6 +164,7 @@ async function run(options: BenchOptions) {
     const report = [
       table(['streams', 'count', 'failed', 'chunks', 'stalled', 'ttft p50', 'ttft p99', 'gap p50', 'gap p99', 'gap max', 'wall s'], [row('direct', directFigures), row('server', serverFigures)]),
       '',
+      ...(serverFigures.failed || directFigures.failed ? [`failures by status: direct ${JSON.stringify(directFigures.failures)}, server ${JSON.stringify(serverFigures.failures)}`] : []),
       `server RSS ${rss.now} MB (peak ${rss.peak} MB); load average ${loadBefore.toFixed(1)} before, ${loadavg()[0]!.toFixed(1)} after, on ${cpus().length} cores`,
       `target 2: stalled chunks (gap > ${STALL_MS} ms) through the server: ${serverFigures.stalled} (direct ${directFigures.stalled}), ${json.targets.stalledChunks.met ? 'met' : 'NOT met'}`,
       `target 2: added inter-chunk p99 <= 2 ms: ${ms(added.gapP99Ms)} ms, ${json.targets.addedGapP99Ms.met ? 'met' : 'NOT met'}`,
