@@ -4,6 +4,7 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createApp } from './app.ts';
 import { loadConfig, ConfigError } from './config.ts';
+import { createMemoryReducer } from './memory.ts';
 import { createServices } from './services.ts';
 
 async function main(): Promise<void> {
@@ -11,6 +12,9 @@ async function main(): Promise<void> {
   const services = await createServices(config);
   const { logger, lifecycle } = services;
   const server = createServer(createApp(services));
+  // Memory that start-up and busy spells leave behind goes back once the server is quiet (see memory.ts).
+  const memory = createMemoryReducer({ afterStartMs: 1_000, quietMs: 10_000, busy: () => lifecycle.inFlight > 0 });
+  server.on('request', () => memory.activity());
   server.listen(config.port, config.host, () => {
     const { port } = server.address() as AddressInfo;
     logger.info({ port, url: config.publicUrl, store: services.db.engine }, 'listening');
@@ -22,6 +26,7 @@ async function main(): Promise<void> {
   const shutdown = async (signal: string) => {
     if (stopping) return;
     stopping = true;
+    memory.stop();
     logger.info({ signal, inFlight: lifecycle.inFlight }, 'shutting down');
     server.close();
     server.closeIdleConnections();
