@@ -35,12 +35,16 @@ interface Row {
   rssBaseMb: number;
   rssPeakMb: number;
   kbPerStream: number;
+  /** Streams that did not complete, by status or last event. */
+  failures: Record<string, number>;
 }
 
 interface StreamFigures {
   events: number;
   gaps: number[];
   ok: boolean;
+  /** Why a stream that is not ok failed: its status, the last event's type, or `error`. */
+  outcome: string;
 }
 
 function rssMb(pid: number): number {
@@ -72,6 +76,7 @@ function openStream(url: string, agentId: string, apiKey: string, agent: Agent):
         let last: number | undefined;
         let buffer = '';
         let terminal = false;
+        let lastType = '';
         res.setEncoding('utf8');
         res.on('data', (text: string) => {
           const now = performance.now();
@@ -86,13 +91,14 @@ function openStream(url: string, agentId: string, apiKey: string, agent: Agent):
               last = now;
             }
             if (part.includes('event: RunCompleted')) terminal = true;
+            lastType = /event: (\w+)/.exec(part)?.[1] ?? lastType;
           }
         });
-        res.on('end', () => resolve({ events, gaps, ok: res.statusCode === 200 && terminal }));
-        res.on('error', () => resolve({ events, gaps, ok: false }));
+        res.on('end', () => resolve({ events, gaps, ok: res.statusCode === 200 && terminal, outcome: res.statusCode === 200 ? lastType || 'no events' : String(res.statusCode) }));
+        res.on('error', () => resolve({ events, gaps, ok: false, outcome: 'error' }));
       },
     );
-    req.on('error', () => resolve({ events: 0, gaps: [], ok: false }));
+    req.on('error', () => resolve({ events: 0, gaps: [], ok: false, outcome: 'error' }));
     req.end(body);
   });
 }
@@ -147,6 +153,7 @@ async function engineRounds(engine: string, extraEnv: Record<string, string>) {
         rssBaseMb: Math.round(rssBase),
         rssPeakMb: Math.round(rssPeak),
         kbPerStream: Math.round(((rssPeak - rssBase) * 1024) / concurrency),
+        failures: streams.filter((stream) => !stream.ok).reduce<Record<string, number>>((tally, stream) => ({ ...tally, [stream.outcome]: (tally[stream.outcome] ?? 0) + 1 }), {}),
       });
       // Let the server settle between rounds.
       await new Promise((resolve) => setTimeout(resolve, 2000));
@@ -202,6 +209,7 @@ async function run(_options: BenchOptions): Promise<BenchResult> {
       ...lines.map((line) => `| ${line} |`),
       '',
       ...engines.flatMap((e) => [
+        ...e.rows.filter((row) => row.completed < row.concurrency).map((row) => `${e.engine}, ${row.concurrency} streams: incomplete by status or last event ${JSON.stringify(row.failures)}`),
         `${e.engine}: RSS ${e.rssStartMb} MB before the rounds, ${e.rssSettledMb} MB ${SETTLE_SECONDS} s after them`,
         ...Object.entries(e.targets).map(([name, t]) => `${e.engine}: target 3 ${name} ${t.target}: ${t.value}, ${t.met ? 'met' : 'NOT met'}`),
       ]),

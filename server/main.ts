@@ -4,7 +4,7 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createApp } from './app.ts';
 import { loadConfig, ConfigError } from './config.ts';
-import { createMemoryReducer } from './memory.ts';
+import { createMemoryReducer, reduceMemory } from './memory.ts';
 import { createServices } from './services.ts';
 
 async function main(): Promise<void> {
@@ -12,8 +12,17 @@ async function main(): Promise<void> {
   const services = await createServices(config);
   const { logger, lifecycle } = services;
   const server = createServer(createApp(services));
-  // Memory that start-up and busy spells leave behind goes back once the server is quiet (see memory.ts).
-  const memory = createMemoryReducer({ afterStartMs: 1_000, quietMs: 10_000, busy: () => lifecycle.inFlight > 0 });
+  // Memory that start-up and busy spells leave behind goes back once the server is quiet (see memory.ts);
+  // the pause that takes is not load, so load shedding does not count it.
+  const memory = createMemoryReducer({
+    afterStartMs: 1_000,
+    quietMs: 10_000,
+    busy: () => lifecycle.inFlight > 0,
+    reduce: () => {
+      reduceMemory();
+      services.load.discount();
+    },
+  });
   server.on('request', () => memory.activity());
   server.listen(config.port, config.host, () => {
     const { port } = server.address() as AddressInfo;

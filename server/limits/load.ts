@@ -12,6 +12,11 @@ export interface LoadMonitor {
   delayMs(): number;
   /** Whether new work should be refused now. */
   overloaded(): boolean;
+  /**
+   * Forgets the delay so far: the loop was blocked on purpose, by work done only while nothing was in
+   * flight (see server/memory.ts), which says nothing about the load.
+   */
+  discount(): void;
   stop(): void;
 }
 
@@ -21,9 +26,12 @@ export function createLoadMonitor(thresholdMs: number): LoadMonitor {
   histogram.enable();
   let recent = 0;
   let expected = performance.now() + WINDOW_MS;
+  // A discounted block may still be in the samples the histogram takes after it: its window is skipped.
+  let discounted = false;
   const timer = setInterval(() => {
     const now = performance.now();
-    recent = Math.max(histogram.percentile(99) / 1e6, now - expected);
+    recent = discounted ? 0 : Math.max(histogram.percentile(99) / 1e6, now - expected);
+    discounted = false;
     expected = now + WINDOW_MS;
     histogram.reset();
   }, WINDOW_MS);
@@ -31,6 +39,10 @@ export function createLoadMonitor(thresholdMs: number): LoadMonitor {
   return {
     delayMs: () => recent,
     overloaded: () => thresholdMs > 0 && recent > thresholdMs,
+    discount() {
+      discounted = true;
+      recent = 0;
+    },
     stop() {
       clearInterval(timer);
       histogram.disable();
