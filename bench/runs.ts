@@ -4,6 +4,8 @@
 // answers); prints events per second, the delay between a stream's events beyond the model's own pace, the
 // server's memory per open stream, and its RSS 30 s after the last round against where it started.
 //   npm run bench -- runs              (BENCH_RUNS_ENGINES=pglite or postgres for one engine)
+//   npm run bench -- runs --profile    also where the server's CPU goes over the last round, per event
+//   BENCH_SERVER_ENV='{"OVERLOAD_EVENT_LOOP_DELAY_MS":"0"}' npm run bench -- runs   without load shedding
 import { readFileSync, mkdtempSync, rmSync } from 'node:fs';
 import { Agent, request } from 'node:http';
 import { tmpdir } from 'node:os';
@@ -12,6 +14,7 @@ import pg from 'pg';
 import { postgresReachable } from '../server/testing/database.ts';
 import { unlimitedPlanEnv } from '../server/testing/plans.ts';
 import { runScript, startServerProcess } from '../test/e2e/server-process.ts';
+import { summariseProfile, table, type CpuProfile } from './gateway.ts';
 import type { BenchOptions, BenchResult, BenchSection } from './section.ts';
 
 const WORDS = 40;
@@ -104,8 +107,9 @@ function openStream(url: string, agentId: string, apiKey: string, agent: Agent):
 }
 
 /** Both rounds on one engine, and the RSS before them and SETTLE_SECONDS after them. */
-async function engineRounds(engine: string, extraEnv: Record<string, string>) {
+async function engineRounds(engine: string, extraEnv: Record<string, string>, profile: boolean) {
   const dataDir = mkdtempSync(path.join(tmpdir(), 'oaa-bench-runs-'));
+  const profileFile = path.join(dataDir, 'server.cpuprofile');
   const env = {
     NODE_ENV: 'production',
     LOG_LEVEL: 'info',
@@ -113,11 +117,14 @@ async function engineRounds(engine: string, extraEnv: Record<string, string>) {
     LOCAL_MODEL_TOKEN_DELAY_MS: String(TOKEN_DELAY_MS),
     ...unlimitedPlanEnv(),
     ...extraEnv,
+    ...(process.env.BENCH_SERVER_ENV ? (JSON.parse(process.env.BENCH_SERVER_ENV) as Record<string, string>) : {}),
     ...(process.env.BENCH_NODE_OPTIONS ? { NODE_OPTIONS: process.env.BENCH_NODE_OPTIONS } : {}),
   };
   const apiKey = await runScript('scripts/create-key.ts', ['--email', 'bench-runs@example.com'], env);
-  const server = await startServerProcess(env);
+  // With --profile, the server's CPU profile covers the last round only (see bench/cpu-profile-hook.ts).
+  const server = await startServerProcess(profile ? { ...env, CPU_PROFILE_FILE: profileFile, NODE_OPTIONS: `${env.NODE_OPTIONS ?? ''} --import ./bench/cpu-profile-hook.ts`.trim() } : env);
   const rows: Row[] = [];
+  let cpu: ReturnType<typeof summariseProfile> | undefined;
   let rssStartMb: number;
   let rssSettledMb: number;
   try {
@@ -128,15 +135,27 @@ async function engineRounds(engine: string, extraEnv: Record<string, string>) {
     });
     const agentId = ((await created.json()) as { id: string }).id;
     const pid = server.child.pid!;
+    // Warm-up: one run end to end (the validator compiles an operation's checks at its first request, which
+    // blocks the loop long enough for load shedding to refuse what comes right after), then a pause.
+    await openStream(server.url, agentId, apiKey, new Agent({ keepAlive: false }));
+    await new Promise((resolve) => setTimeout(resolve, 3000));
     rssStartMb = rssMb(pid);
     for (const concurrency of CONCURRENCY) {
       const agent = new Agent({ keepAlive: false, maxSockets: Infinity });
       const rssBase = rssMb(pid);
       let rssPeak = rssBase;
       const sampler = setInterval(() => (rssPeak = Math.max(rssPeak, rssMb(pid))), 50);
+      const profiled = profile && concurrency === CONCURRENCY.at(-1);
+      if (profiled) server.child.kill('SIGUSR2');
       const start = performance.now();
       const streams = await Promise.all(Array.from({ length: concurrency }, () => openStream(server.url, agentId, apiKey, agent)));
       const seconds = (performance.now() - start) / 1000;
+      if (profiled) {
+        const written = server.logs.length;
+        server.child.kill('SIGUSR2');
+        while (!server.logs.slice(written).some((line) => line.includes('cpu profile written'))) await new Promise((resolve) => setTimeout(resolve, 50));
+        cpu = summariseProfile(JSON.parse(readFileSync(profileFile, 'utf8')) as CpuProfile, streams.reduce((sum, stream) => sum + stream.events, 0));
+      }
       clearInterval(sampler);
       agent.destroy();
       const gaps = streams.flatMap((stream) => stream.gaps);
@@ -168,6 +187,7 @@ async function engineRounds(engine: string, extraEnv: Record<string, string>) {
   return {
     engine,
     rows,
+    ...(cpu ? { profile: cpu } : {}),
     rssStartMb: Math.round(rssStartMb),
     rssSettledMb: Math.round(rssSettledMb),
     targets: {
@@ -179,10 +199,10 @@ async function engineRounds(engine: string, extraEnv: Record<string, string>) {
   };
 }
 
-async function run(_options: BenchOptions): Promise<BenchResult> {
+async function run(options: BenchOptions): Promise<BenchResult> {
   const only = process.env.BENCH_RUNS_ENGINES?.split(',');
   const engines: Awaited<ReturnType<typeof engineRounds>>[] = [];
-  if (!only || only.includes('pglite')) engines.push(await engineRounds('pglite', {}));
+  if (!only || only.includes('pglite')) engines.push(await engineRounds('pglite', {}, options.profile));
   if ((!only || only.includes('postgres')) && (await postgresReachable(postgresUrl))) {
     const database = `oaa_bench_runs_${process.pid}`;
     const admin = new pg.Client({ connectionString: postgresUrl });
@@ -191,7 +211,7 @@ async function run(_options: BenchOptions): Promise<BenchResult> {
     try {
       const url = new URL(postgresUrl);
       url.pathname = `/${database}`;
-      engines.push(await engineRounds('postgres', { DATABASE_URL: url.href }));
+      engines.push(await engineRounds('postgres', { DATABASE_URL: url.href }, options.profile));
     } finally {
       await admin.query(`DROP DATABASE ${database} WITH (FORCE)`);
       await admin.end();
@@ -212,6 +232,16 @@ async function run(_options: BenchOptions): Promise<BenchResult> {
         ...e.rows.filter((row) => row.completed < row.concurrency).map((row) => `${e.engine}, ${row.concurrency} streams: incomplete by status or last event ${JSON.stringify(row.failures)}`),
         `${e.engine}: RSS ${e.rssStartMb} MB before the rounds, ${e.rssSettledMb} MB ${SETTLE_SECONDS} s after them`,
         ...Object.entries(e.targets).map(([name, t]) => `${e.engine}: target 3 ${name} ${t.target}: ${t.value}, ${t.met ? 'met' : 'NOT met'}`),
+        ...(e.profile
+          ? [
+              '',
+              `${e.engine}: CPU profile of the server over the last round: ${(e.profile.busyMs / 1000).toFixed(2)} s busy of ${(e.profile.windowMs / 1000).toFixed(2)} s, ${e.profile.cpuMicrosPerRequest.toFixed(0)} µs of CPU per event`,
+              table(['where', 'share', 'µs/event'], e.profile.areas.map((area) => [area.name, `${(area.share * 100).toFixed(1)}%`, area.microsPerRequest.toFixed(1)])),
+              '',
+              table(['function (inclusive)', 'share', 'µs/event'], e.profile.inclusive.slice(0, 30).map((fn) => [fn.name, `${(fn.share * 100).toFixed(1)}%`, fn.microsPerRequest.toFixed(1)])),
+              '',
+            ]
+          : []),
       ]),
     ].join('\n'),
     json: { section: 'runs', at: new Date().toISOString(), wordsPerReply: WORDS, tokenDelayMs: TOKEN_DELAY_MS, settleSeconds: SETTLE_SECONDS, engines },
