@@ -19,8 +19,12 @@ async function main(): Promise<void> {
     quietMs: 10_000,
     busy: () => lifecycle.inFlight > 0,
     reduce: () => {
+      const before = process.memoryUsage.rss();
+      const since = performance.now();
       reduceMemory();
       services.load.discount();
+      const mb = (bytes: number) => Math.round(bytes / 1048576);
+      logger.debug({ rssMb: mb(process.memoryUsage.rss()), beforeMb: mb(before), ms: Math.round(performance.now() - since) }, 'memory given back');
     },
   });
   server.on('request', () => memory.activity());
