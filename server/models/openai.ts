@@ -46,13 +46,6 @@ function onlyIndex(text: string, needle: string): number {
   return text.indexOf(needle, at + needle.length) === -1 ? at : -2;
 }
 
-/** How many times `needle` occurs in `text`. */
-function count(text: string, needle: string): number {
-  let n = 0;
-  for (let at = text.indexOf(needle); at !== -1; at = text.indexOf(needle, at + needle.length)) n++;
-  return n;
-}
-
 /** Where the JSON string that opens with the quote at `start` ends (past its closing quote); -1 if it does not. */
 function stringEnd(text: string, start: number): number {
   for (let at = text.indexOf('"', start + 1); at !== -1; at = text.indexOf('"', at + 1)) {
@@ -69,9 +62,9 @@ const CONTENT_KEY = '"content":"';
 
 /**
  * A content chunk read without parsing it, for relaying it as it came: compact JSON on one line, with one
- * top-level model name (no escapes in it), a delta object in every choice, text only in `content`, and
+ * top-level model name (no escapes in it), a delta object, no finish reason, text only in `content`, and
  * `"usage":null` or no usage. Outside JSON strings every quote is structural, so these markers cannot come
- * from the text a chunk carries. Anything else (the usage chunk, tool calls, an error, another layout) is
+ * from the text a chunk carries. Anything else (the usage chunk, the finishing chunk, tool calls, an error, another layout) is
  * undefined, and is parsed and checked. A chunk whose JSON is broken yet has every marker is relayed
  * broken: the client's parser then fails, as it would on the upstream's stream.
  */
@@ -85,7 +78,8 @@ export function sniffChunk(data: string): PassThroughChunk | undefined {
   if (modelEnd === -1) return undefined;
   const model = data.slice(modelStart + 1, modelEnd - 1);
   if (model.includes('\\')) return undefined;
-  if (count(data, '"delta":{') !== count(data, '"index":')) return undefined;
+  // The finishing chunk (one per choice) is parsed: it is where servers leave the delta out.
+  if (data.includes('"finish_reason":"') || !data.includes('"delta":{')) return undefined;
   let usageNullAt: readonly [number, number] | undefined;
   const usage = onlyIndex(data, USAGE_KEY);
   if (usage === -2) return undefined;
@@ -106,7 +100,7 @@ export function sniffChunk(data: string): PassThroughChunk | undefined {
     model,
     usageOnly: false,
     text,
-    finished: data.includes('"finish_reason":"'),
+    finished: false,
     raw: { data, modelAt: [modelStart, modelEnd], ...(usageNullAt ? { usageNullAt } : {}) },
   };
 }

@@ -28,14 +28,14 @@ const relayed = [
   `{${head},"choices":[{"index":0,"delta":{"content":"say \\"hi\\"\\n\\u00e9 – ünïcode"},"finish_reason":null}]}`,
   `{"usage":null,${head},"choices":[{"index":0,"delta":{"content":"usage first"},"finish_reason":null}]}`,
   `{${head},"choices":[{"index":0,"delta":{"content":"a"},"finish_reason":null},{"index":1,"delta":{"content":"b"},"finish_reason":null}],"usage":null}`,
-  `{${head},"choices":[{"index":0,"delta":{},"logprobs":null,"finish_reason":"stop"}],"usage":null}`,
-  `{${head},"choices":[],"prompt_filter_results":[]}`,
 ];
-/** Chunks that need parsing: usage, tool calls, a missing delta, another layout, an error. */
+/** Chunks that need parsing: usage, tool calls, the finish (where a delta may be missing), another layout, an error. */
 const parsed = [
   `{${head},"choices":[],"usage":{"prompt_tokens":3,"completion_tokens":5,"total_tokens":8}}`,
   `{${head},"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{\\"a\\":1}"}}]},"finish_reason":null}]}`,
   `{${head},"choices":[{"index":0,"finish_reason":"stop"}]}`,
+  `{${head},"choices":[{"index":0,"delta":{},"logprobs":null,"finish_reason":"stop"}],"usage":null}`,
+  `{${head},"choices":[],"prompt_filter_results":[]}`,
   `{\n"id":"x","model":"m","choices":[]}`,
   `{"id": "x", "model": "m", "choices": [{"index": 0, "delta": {"content": "spaced"}}]}`,
   `{${head},"choices":[{"index":0,"delta":{"content":"escaped model"}}],"usage":null,"x":{"model":"other"}}`,
