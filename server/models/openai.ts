@@ -64,9 +64,9 @@ const CONTENT_KEY = '"content":"';
  * A content chunk read without parsing it, for relaying it as it came: compact JSON on one line, with one
  * top-level model name (no escapes in it), a delta object, no finish reason, text only in `content`, and
  * `"usage":null` or no usage. Outside JSON strings every quote is structural, so these markers cannot come
- * from the text a chunk carries. Anything else (the usage chunk, the finishing chunk, tool calls, an error, another layout) is
- * undefined, and is parsed and checked. A chunk whose JSON is broken yet has every marker is relayed
- * broken: the client's parser then fails, as it would on the upstream's stream.
+ * from the text a chunk carries. Anything else (the usage chunk, the finishing chunk, tool calls, an
+ * error, another layout) is undefined, and is parsed and checked. A chunk whose JSON is broken yet has
+ * every marker is relayed broken: the client's parser then fails, as it would on the upstream's stream.
  */
 export function sniffChunk(data: string): PassThroughChunk | undefined {
   if (data.charCodeAt(0) !== 123 || data.charCodeAt(data.length - 1) !== 125 || data.includes('\n')) return undefined;
