@@ -94,7 +94,14 @@ export function sniffChunk(data: string): PassThroughChunk | undefined {
     const end = stringEnd(data, start);
     if (end === -1) return undefined;
     const literal = data.slice(start, end);
-    text += literal.includes('\\') ? (JSON.parse(literal) as string) : literal.slice(1, -1);
+    if (!literal.includes('\\')) text += literal.slice(1, -1);
+    else {
+      try {
+        text += JSON.parse(literal) as string;
+      } catch {
+        return undefined;
+      }
+    }
   }
   return {
     model,
@@ -136,13 +143,13 @@ export function createOpenAIProvider(spec: ProviderSpec): Provider {
   const textChoice = (choice: Json) => typeof choice.text === 'string';
   const finished = (chunk: Json) => (chunk.choices as Json[]).some((choice) => choice.finish_reason !== null && choice.finish_reason !== undefined);
 
+  const streamBody = (request: object) => JSON.stringify({ ...request, stream: true, stream_options: { include_usage: true } });
+  const cutShort = () => new UpstreamError('server', `${spec.name} ended the stream before the model finished`);
+
   /**
    * Relays an event stream, checking each chunk, and refuses to let a stream that ended before the model
    * finished (a cut connection, a server that stopped) pass as whole.
    */
-  const streamBody = (request: object) => JSON.stringify({ ...request, stream: true, stream_options: { include_usage: true } });
-  const cutShort = () => new UpstreamError('server', `${spec.name} ended the stream before the model finished`);
-
   async function* stream(path: string, request: object, signal: AbortSignal | undefined, check: (value: unknown) => Json): AsyncGenerator<Json> {
     let complete = false;
     for await (const value of relay.events(path, streamBody(request), signal)) {

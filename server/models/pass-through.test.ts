@@ -40,6 +40,7 @@ const parsed = [
   `{"id": "x", "model": "m", "choices": [{"index": 0, "delta": {"content": "spaced"}}]}`,
   `{${head},"choices":[{"index":0,"delta":{"content":"escaped model"}}],"usage":null,"x":{"model":"other"}}`,
   `{"error":{"message":"boom"}}`,
+  `{${head},"choices":[{"index":0,"delta":{"content":"bad \\x escape"},"finish_reason":null}]}`,
 ];
 
 describe('chunks passed through', () => {
