@@ -146,7 +146,7 @@ export function payloadOf<T extends { usage?: CompletionUsage | null }>(item: T,
  * the compact JSON that such chunks are, that is byte for byte what serialising the parsed chunk with
  * these edits would write.
  */
-export function passThroughPayload(item: PassThroughChunk, usage: UsageField): unknown {
+export function passThroughPayload<C extends { usage?: CompletionUsage | null }>(item: PassThroughChunk<C>, usage: UsageField): unknown {
   if (item.chunk) return payloadOf({ ...item.chunk, model: item.model }, usage);
   const { data, modelAt, usageNullAt } = item.raw!;
   // Replacements of [start, end) spans, in the order they come in the text.
@@ -248,25 +248,21 @@ export function modelHandlers(deps: ModelHandlerDeps) {
     payloadOf,
   });
 
-  const passThroughRelay = (request: ProviderChatRequest): Relay<PassThroughChunk> => ({
+  /** Relays chunks passed through (see PassThroughChunk), estimating usage with `estimate` where none came. */
+  const passThroughRelay = <C extends { usage?: CompletionUsage | null }>(estimate: (text: string) => CompletionUsage): Relay<PassThroughChunk<C>> => ({
     usageOf: (chunk) => chunk.usage,
     isUsageOnly: (chunk) => chunk.usageOnly,
     textOf: (chunk) => chunk.text,
-    estimate: (text) => estimatedUsage(request, text),
+    estimate,
     payloadOf: passThroughPayload,
   });
 
-  const completionRelay = (request: ProviderCompletionRequest): Relay<Completion> => ({
-    usageOf: (chunk) => chunk.usage,
-    isUsageOnly: (chunk) => chunk.choices.length === 0 && !!chunk.usage,
-    textOf: (chunk) => chunk.choices.map((choice) => choice.text).join(''),
-    estimate: (text) => {
-      const prompt = typeof request.prompt === 'string' ? countTokens(request.prompt) : request.prompt.length;
-      const completion = countTokens(text);
-      return { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion };
-    },
-    payloadOf,
-  });
+  /** A legacy completion's usage, estimated from its prompt and its text. */
+  const completionEstimate = (request: ProviderCompletionRequest) => (text: string): CompletionUsage => {
+    const prompt = typeof request.prompt === 'string' ? countTokens(request.prompt) : request.prompt.length;
+    const completion = countTokens(text);
+    return { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion };
+  };
 
   return {
     async listModels({ auth }) {
@@ -304,7 +300,7 @@ export function modelHandlers(deps: ModelHandlerDeps) {
       }
       // Shutdown ends the upstream call too, and the stream with an error event (see startStream).
       const chunks = models.chatPassThrough(body.model, upstream, { signal: AbortSignal.any([signal, request.shuttingDown]) });
-      const frames = await startStream(request, chunks, { includeUsage, kind: 'chat', relay: passThroughRelay({ ...upstream, model: body.model }) });
+      const frames = await startStream(request, chunks, { includeUsage, kind: 'chat', relay: passThroughRelay((text) => estimatedUsage({ ...upstream, model: body.model }, text)) });
       // Chunks relayed as the upstream wrote them are chat completion chunks still, in their written form.
       return { status: 200, stream: frames as unknown as AsyncIterable<Frame<ChatCompletionChunk>> };
     },
@@ -315,13 +311,14 @@ export function modelHandlers(deps: ModelHandlerDeps) {
       const upstream = pick(body, COMPLETION_FIELDS);
       if (!(body.stream === true || request.acceptsEventStream)) {
         const { result } = await models.complete(body.model, upstream, { signal });
-        const usage = result.usage ?? completionRelay({ ...upstream, model: body.model }).estimate(result.choices.map((c) => c.text).join(''));
+        const usage = result.usage ?? completionEstimate({ ...upstream, model: body.model })(result.choices.map((c) => c.text).join(''));
         meter(request, result.model, 'completion', usage);
         return { status: 200, body: result };
       }
-      const chunks = models.completeStream(body.model, upstream, { signal: AbortSignal.any([signal, request.shuttingDown]) });
+      const chunks = models.completePassThrough(body.model, upstream, { signal: AbortSignal.any([signal, request.shuttingDown]) });
       const includeUsage = body.stream_options?.include_usage === true;
-      return { status: 200, stream: await startStream(request, chunks, { includeUsage, kind: 'completion', relay: completionRelay({ ...upstream, model: body.model }) }) };
+      const frames = await startStream(request, chunks, { includeUsage, kind: 'completion', relay: passThroughRelay<Completion>(completionEstimate({ ...upstream, model: body.model })) });
+      return { status: 200, stream: frames as unknown as AsyncIterable<Frame<Completion>> };
     },
 
     async createEmbedding(request) {

@@ -58,17 +58,18 @@ function stringEnd(text: string, start: number): number {
 
 const MODEL_KEY = '"model":"';
 const USAGE_KEY = '"usage":';
-const CONTENT_KEY = '"content":"';
+/** Where each kind of chunk carries its text. */
+const TEXT_KEYS = { chat: '"content":"', completion: '"text":"' } as const;
 
 /**
  * A content chunk read without parsing it, for relaying it as it came: compact JSON on one line, with one
- * top-level model name (no escapes in it), a delta object, no finish reason, text only in `content`, and
- * `"usage":null` or no usage. Outside JSON strings every quote is structural, so these markers cannot come
+ * top-level model name (no escapes in it), no finish reason, text only in `content` of a delta object
+ * (chat) or in `text` (a legacy completion), and `"usage":null` or no usage. Outside JSON strings every quote is structural, so these markers cannot come
  * from the text a chunk carries. Anything else (the usage chunk, the finishing chunk, tool calls, an
  * error, another layout) is undefined, and is parsed and checked. A chunk whose JSON is broken yet has
  * every marker is relayed broken: the client's parser then fails, as it would on the upstream's stream.
  */
-export function sniffChunk(data: string): PassThroughChunk | undefined {
+export function sniffChunk(data: string, kind: keyof typeof TEXT_KEYS = 'chat'): PassThroughChunk<never> | undefined {
   if (data.charCodeAt(0) !== 123 || data.charCodeAt(data.length - 1) !== 125 || data.includes('\n')) return undefined;
   if (data.includes('"error"') || data.includes('"tool_calls"') || !data.includes('"choices":[')) return undefined;
   const modelKey = onlyIndex(data, MODEL_KEY);
@@ -79,7 +80,9 @@ export function sniffChunk(data: string): PassThroughChunk | undefined {
   const model = data.slice(modelStart + 1, modelEnd - 1);
   if (model.includes('\\')) return undefined;
   // The finishing chunk (one per choice) is parsed: it is where servers leave the delta out.
-  if (data.includes('"finish_reason":"') || !data.includes('"delta":{')) return undefined;
+  if (data.includes('"finish_reason":"')) return undefined;
+  const textKey = TEXT_KEYS[kind];
+  if (kind === 'chat' ? !data.includes('"delta":{') : !data.includes(textKey)) return undefined;
   let usageNullAt: readonly [number, number] | undefined;
   const usage = onlyIndex(data, USAGE_KEY);
   if (usage === -2) return undefined;
@@ -89,8 +92,8 @@ export function sniffChunk(data: string): PassThroughChunk | undefined {
     usageNullAt = data[usage - 1] === ',' ? [usage - 1, end] : data[end] === ',' ? [usage, end + 1] : [usage, end];
   }
   let text = '';
-  for (let at = data.indexOf(CONTENT_KEY); at !== -1; at = data.indexOf(CONTENT_KEY, at + 1)) {
-    const start = at + CONTENT_KEY.length - 1;
+  for (let at = data.indexOf(textKey); at !== -1; at = data.indexOf(textKey, at + 1)) {
+    const start = at + textKey.length - 1;
     const end = stringEnd(data, start);
     if (end === -1) return undefined;
     const literal = data.slice(start, end);
@@ -161,12 +164,30 @@ export function createOpenAIProvider(spec: ProviderSpec): Provider {
   }
 
   const chatChunkOf = (value: unknown) => checkChunk(value, chatDelta, 'chat completion chunk') as unknown as ChatCompletionChunk;
+  const completionChunkOf = (value: unknown) => checkChunk(value, textChoice, 'completion chunk') as unknown as Completion;
 
-  /** A chunk that had to be parsed, checked like any other; chunks without a delta get an empty one. */
-  function parsedChunk(data: string): PassThroughChunk {
+  /** A chat chunk that had to be parsed, checked like any other; choices without a delta get an empty one. */
+  function parsedChatChunk(data: string): PassThroughChunk {
     const chunk = chatChunkOf(parseEvent(spec.name, scrub, data));
     for (const choice of chunk.choices) choice.delta ??= {};
     return { model: chunk.model, usage: chunk.usage, usageOnly: chunk.choices.length === 0 && !!chunk.usage, text: chunkText(chunk), finished: finished(chunk as unknown as Json), chunk };
+  }
+
+  function parsedCompletionChunk(data: string): PassThroughChunk<Completion> {
+    const chunk = completionChunkOf(parseEvent(spec.name, scrub, data));
+    const text = chunk.choices.map((choice) => choice.text).join('');
+    return { model: chunk.model, usage: chunk.usage, usageOnly: chunk.choices.length === 0 && !!chunk.usage, text, finished: finished(chunk as unknown as Json), chunk };
+  }
+
+  /** `stream`, each event relayed as sniffChunk reads it or, failing that, parsed. */
+  async function* passThrough<C>(path: string, request: object, signal: AbortSignal | undefined, kind: keyof typeof TEXT_KEYS, parsed: (data: string) => PassThroughChunk<C>): AsyncGenerator<PassThroughChunk<C>> {
+    let complete = false;
+    for await (const data of relay.rawEvents(path, streamBody(request), signal)) {
+      const chunk = sniffChunk(data, kind) ?? parsed(data);
+      if (chunk.finished) complete = true;
+      yield chunk;
+    }
+    if (!complete) throw cutShort();
   }
 
   return {
@@ -196,19 +217,15 @@ export function createOpenAIProvider(spec: ProviderSpec): Provider {
     },
 
     async *chatStreamPassThrough(request, { signal }) {
-      let complete = false;
       let usage = false;
       let text = '';
       let last: PassThroughChunk | undefined;
-      for await (const data of relay.rawEvents('chat/completions', streamBody(request), signal)) {
-        const chunk = sniffChunk(data) ?? parsedChunk(data);
-        if (chunk.finished) complete = true;
+      for await (const chunk of passThrough('chat/completions', request, signal, 'chat', parsedChatChunk)) {
         if (chunk.usage) usage = true;
         text += chunk.text;
         last = chunk;
         yield chunk;
       }
-      if (!complete) throw cutShort();
       if (!usage && last) {
         const estimate = estimatedUsageChunk((last.chunk ?? JSON.parse(last.raw!.data)) as Json, request, text);
         yield { model: estimate.model, usage: estimate.usage, usageOnly: true, text: '', finished: false, chunk: estimate };
@@ -221,7 +238,11 @@ export function createOpenAIProvider(spec: ProviderSpec): Provider {
     },
 
     async *completeStream(request: ProviderCompletionRequest, { signal }) {
-      for await (const chunk of stream('completions', request, signal, (value) => checkChunk(value, textChoice, 'completion chunk'))) yield chunk as unknown as Completion;
+      for await (const chunk of stream('completions', request, signal, completionChunkOf)) yield chunk as unknown as Completion;
+    },
+
+    completeStreamPassThrough(request: ProviderCompletionRequest, { signal }) {
+      return passThrough('completions', request, signal, 'completion', parsedCompletionChunk);
     },
 
     async embed(request: EmbeddingRequest, { signal }): Promise<EmbeddingResult> {

@@ -71,4 +71,16 @@ describe('chunks passed through', () => {
   it('leave to parsing what needs more than a model name and a null usage changed', () => {
     for (const data of parsed) expect(sniffChunk(data), data).toBeUndefined();
   });
+
+  it('of legacy completions carry their text and are written as parsing would write them', () => {
+    const completion = '"id":"cmpl-1","object":"text_completion","created":1700000000,"model":"gpt-3.5-turbo-instruct"';
+    const data = `{${completion},"choices":[{"text":" say \\"hi\\"","index":0,"logprobs":null,"finish_reason":null}]}`;
+    const chunk = sniffChunk(data, 'completion')!;
+    expect(chunk.text).toBe(' say "hi"');
+    for (const usage of MODES) expect(written(passThroughPayload({ ...chunk, model: PUBLIC }, usage))).toBe(JSON.stringify(payloadOf({ ...JSON.parse(data), model: PUBLIC }, usage)));
+    // A chat chunk's markers are not a completion's, nor the other way round; the finish is parsed.
+    expect(sniffChunk(data, 'chat')).toBeUndefined();
+    expect(sniffChunk(relayed[1]!, 'completion')).toBeUndefined();
+    expect(sniffChunk(`{${completion},"choices":[{"text":"","index":0,"logprobs":null,"finish_reason":"stop"}]}`, 'completion')).toBeUndefined();
+  });
 });

@@ -36,12 +36,13 @@ export interface CallOptions {
 }
 
 /**
- * A streamed chat chunk on its way from an OpenAI-compatible upstream to an OpenAI-compatible client: the
+ * A streamed chunk (chat, or a legacy completion's) on its way from an OpenAI-compatible upstream to an
+ * OpenAI-compatible client: the
  * event's text as the upstream sent it (`raw`), forwarded with at most two edits, or, where it needed more
  * than that (the usage chunk, tool calls, a chunk of another layout), the parsed chunk (`chunk`), written
  * again as any other. Either way it carries what metering and the gateway need, read from the text.
  */
-export interface PassThroughChunk {
+export interface PassThroughChunk<C = ChatCompletionChunk> {
   /** The model that serves it: the upstream's name until the gateway sets the public id. */
   model: string;
   /** The usage it reports, on the last chunk. */
@@ -53,7 +54,7 @@ export interface PassThroughChunk {
   /** Whether a choice finished in it. */
   finished: boolean;
   raw?: RawChunkText;
-  chunk?: ChatCompletionChunk;
+  chunk?: C;
 }
 
 /** An upstream chunk's JSON text and where the edits go: the model's name, and a top-level `"usage":null` if any. */
@@ -80,6 +81,8 @@ export interface Provider {
   completeStream?(request: ProviderCompletionRequest, options: CallOptions): AsyncIterable<Completion>;
   /** `chatStream` as the upstream sent it, for relaying to OpenAI clients (see PassThroughChunk). */
   chatStreamPassThrough?(request: ProviderChatRequest, options: CallOptions): AsyncIterable<PassThroughChunk>;
+  /** `completeStream` likewise. */
+  completeStreamPassThrough?(request: ProviderCompletionRequest, options: CallOptions): AsyncIterable<PassThroughChunk<Completion>>;
 }
 
 export type UpstreamFailure = 'rate_limited' | 'server' | 'timeout' | 'network' | 'refused' | 'not_found';
