@@ -40,6 +40,21 @@ interface Row {
   kbPerStream: number;
   /** Streams that did not complete, by status or last event. */
   failures: Record<string, number>;
+  /** The most streams between their first and last text delta at one moment: how many streamed at once. */
+  streamingAtOnce: number;
+  /** Time from the round's start to a stream's first text delta, p50 and p99, in ms. */
+  firstDeltaP50: number;
+  firstDeltaP99: number;
+}
+
+/** The most intervals [first, last] that overlap at one moment. */
+function mostAtOnce(streams: StreamFigures[]): number {
+  const edges = streams.flatMap((stream) => (stream.firstDelta === undefined || stream.lastDelta === undefined ? [] : [[stream.firstDelta, 1] as const, [stream.lastDelta, -1] as const]));
+  edges.sort((a, b) => a[0] - b[0] || a[1] - b[1]);
+  let open = 0;
+  let most = 0;
+  for (const [, step] of edges) most = Math.max(most, (open += step));
+  return most;
 }
 
 interface StreamFigures {
@@ -48,6 +63,9 @@ interface StreamFigures {
   ok: boolean;
   /** Why a stream that is not ok failed: its status, the last event's type, or `error`. */
   outcome: string;
+  /** When its first and last text deltas arrived (performance.now()), if any did. */
+  firstDelta?: number;
+  lastDelta?: number;
 }
 
 function rssMb(pid: number): number {
@@ -76,6 +94,7 @@ function openStream(url: string, agentId: string, apiKey: string, agent: Agent):
       (res) => {
         const gaps: number[] = [];
         let events = 0;
+        let first: number | undefined;
         let last: number | undefined;
         let buffer = '';
         let terminal = false;
@@ -91,13 +110,16 @@ function openStream(url: string, agentId: string, apiKey: string, agent: Agent):
             events += 1;
             if (part.includes('event: RunResponse') && part.includes('"delta"')) {
               if (last !== undefined) gaps.push(now - last);
+              first ??= now;
               last = now;
             }
             if (part.includes('event: RunCompleted')) terminal = true;
             lastType = /event: (\w+)/.exec(part)?.[1] ?? lastType;
           }
         });
-        res.on('end', () => resolve({ events, gaps, ok: res.statusCode === 200 && terminal, outcome: res.statusCode === 200 ? lastType || 'no events' : String(res.statusCode) }));
+        res.on('end', () =>
+          resolve({ events, gaps, ok: res.statusCode === 200 && terminal, outcome: res.statusCode === 200 ? lastType || 'no events' : String(res.statusCode), firstDelta: first, lastDelta: last }),
+        );
         res.on('error', () => resolve({ events, gaps, ok: false, outcome: 'error' }));
       },
     );
@@ -172,6 +194,9 @@ async function engineRounds(engine: string, extraEnv: Record<string, string>, pr
         rssBaseMb: Math.round(rssBase),
         rssPeakMb: Math.round(rssPeak),
         kbPerStream: Math.round(((rssPeak - rssBase) * 1024) / concurrency),
+        streamingAtOnce: mostAtOnce(streams),
+        firstDeltaP50: Number(percentile(streams.flatMap((stream) => (stream.firstDelta === undefined ? [] : [stream.firstDelta - start])), 50).toFixed(0)),
+        firstDeltaP99: Number(percentile(streams.flatMap((stream) => (stream.firstDelta === undefined ? [] : [stream.firstDelta - start])), 99).toFixed(0)),
         failures: streams.filter((stream) => !stream.ok).reduce<Record<string, number>>((tally, stream) => ({ ...tally, [stream.outcome]: (tally[stream.outcome] ?? 0) + 1 }), {}),
       });
       // Let the server settle between rounds.
@@ -195,6 +220,7 @@ async function engineRounds(engine: string, extraEnv: Record<string, string>, pr
       addedP99Ms: { value: big.addedP99, target: '<= 50', met: big.addedP99 <= 50 },
       settledRss: { value: Number((rssSettledMb / rssStartMb - 1).toFixed(3)), target: `<= ${SETTLED_WITHIN} above the start after ${SETTLE_SECONDS} s`, met: rssSettledMb <= rssStartMb * (1 + SETTLED_WITHIN) },
       allCompleted: { value: big.completed, target: `${big.concurrency}`, met: big.completed === big.concurrency },
+      streamingAtOnce: { value: big.streamingAtOnce, target: `${big.concurrency}`, met: big.streamingAtOnce === big.concurrency },
     },
   };
 }
@@ -217,9 +243,9 @@ async function run(options: BenchOptions): Promise<BenchResult> {
       await admin.end();
     }
   }
-  const header = ['engine', 'streams', 'completed', 'events', 'seconds', 'events/s', 'gap p50 ms', 'gap p99 ms', 'added p99 ms', 'RSS base MB', 'RSS peak MB', 'KB per stream'];
+  const header = ['engine', 'streams', 'completed', 'streaming at once', 'first delta p50 / p99 ms', 'events', 'seconds', 'events/s', 'gap p50 ms', 'gap p99 ms', 'added p99 ms', 'RSS base MB', 'RSS peak MB', 'KB per stream'];
   const lines = engines.flatMap((e) =>
-    e.rows.map((row) => [e.engine, row.concurrency, row.completed, row.events, row.seconds, row.eventsPerSecond, row.gapP50, row.gapP99, row.addedP99, row.rssBaseMb, row.rssPeakMb, row.kbPerStream].join(' | ')),
+    e.rows.map((row) => [e.engine, row.concurrency, row.completed, row.streamingAtOnce, `${row.firstDeltaP50} / ${row.firstDeltaP99}`, row.events, row.seconds, row.eventsPerSecond, row.gapP50, row.gapP99, row.addedP99, row.rssBaseMb, row.rssPeakMb, row.kbPerStream].join(' | ')),
   );
   return {
     report: [
