@@ -217,7 +217,7 @@ interface ProfileNode {
   callFrame: { functionName: string; url: string; lineNumber: number };
   children?: number[];
 }
-interface CpuProfile {
+export interface CpuProfile {
   nodes: ProfileNode[];
   samples: number[];
   startTime: number;
@@ -233,7 +233,7 @@ function areaOf(url: string, functionName: string): string {
   return url.replace(/^file:\/\//, '').replace(root, '');
 }
 
-function summariseProfile(profile: CpuProfile, requests: number) {
+export function summariseProfile(profile: CpuProfile, requests: number) {
   const perNode = new Map<number, number>();
   for (const id of profile.samples) perNode.set(id, (perNode.get(id) ?? 0) + 1);
   const sampleUs = (profile.endTime - profile.startTime) / profile.samples.length;

@@ -1,23 +1,71 @@
-// Concurrent streaming agent runs on the local model: N clients (100, then 1,000) each open a chat stream
-// at once against a server in its own process; prints events per second, the delay between a stream's
-// events beyond the model's own pace, and the server's memory per open stream.
+// Concurrent streaming agent runs on the local model (target 3): N clients (100, then 1,000) each open a chat
+// stream at once against a server in its own process, on PGlite and on PostgreSQL (a fresh database on
+// BENCH_DATABASE_URL's server, postgres://postgres@127.0.0.1:5432/test by default; skipped when none
+// answers); prints events per second, the delay between a stream's events beyond the model's own pace, the
+// server's memory per open stream, and its RSS 30 s after the last round against where it started.
+//   npm run bench -- runs              (BENCH_RUNS_ENGINES=pglite or postgres for one engine)
+//   npm run bench -- runs --profile    also where the server's CPU goes over the last round, per event
+//   BENCH_SERVER_ENV='{"OVERLOAD_EVENT_LOOP_DELAY_MS":"0"}' npm run bench -- runs   without load shedding
 import { readFileSync, mkdtempSync, rmSync } from 'node:fs';
 import { Agent, request } from 'node:http';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import pg from 'pg';
+import { postgresReachable } from '../server/testing/database.ts';
 import { unlimitedPlanEnv } from '../server/testing/plans.ts';
 import { runScript, startServerProcess } from '../test/e2e/server-process.ts';
+import { summariseProfile, table, type CpuProfile } from './gateway.ts';
 import type { BenchOptions, BenchResult, BenchSection } from './section.ts';
 
 const WORDS = 40;
 /** The local model's pause between words: streams stay open long enough to overlap. */
 const TOKEN_DELAY_MS = 20;
 const CONCURRENCY = [100, 1000];
+/** How long after the load the server's RSS is read again, and how far above where it started it may be. */
+const SETTLE_SECONDS = 30;
+const SETTLED_WITHIN = 0.1;
+const postgresUrl = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
+
+interface Row {
+  concurrency: number;
+  completed: number;
+  events: number;
+  seconds: number;
+  eventsPerSecond: number;
+  gapP50: number;
+  gapP99: number;
+  addedP99: number;
+  rssBaseMb: number;
+  rssPeakMb: number;
+  kbPerStream: number;
+  /** Streams that did not complete, by status or last event. */
+  failures: Record<string, number>;
+  /** The most streams between their first and last text delta at one moment: how many streamed at once. */
+  streamingAtOnce: number;
+  /** Time from the round's start to a stream's first text delta, p50 and p99, in ms. */
+  firstDeltaP50: number;
+  firstDeltaP99: number;
+}
+
+/** The most intervals [first, last] that overlap at one moment. */
+function mostAtOnce(streams: StreamFigures[]): number {
+  const edges = streams.flatMap((stream) => (stream.firstDelta === undefined || stream.lastDelta === undefined ? [] : [[stream.firstDelta, 1] as const, [stream.lastDelta, -1] as const]));
+  edges.sort((a, b) => a[0] - b[0] || a[1] - b[1]);
+  let open = 0;
+  let most = 0;
+  for (const [, step] of edges) most = Math.max(most, (open += step));
+  return most;
+}
 
 interface StreamFigures {
   events: number;
   gaps: number[];
   ok: boolean;
+  /** Why a stream that is not ok failed: its status, the last event's type, or `error`. */
+  outcome: string;
+  /** When its first and last text deltas arrived (performance.now()), if any did. */
+  firstDelta?: number;
+  lastDelta?: number;
 }
 
 function rssMb(pid: number): number {
@@ -46,9 +94,11 @@ function openStream(url: string, agentId: string, apiKey: string, agent: Agent):
       (res) => {
         const gaps: number[] = [];
         let events = 0;
+        let first: number | undefined;
         let last: number | undefined;
         let buffer = '';
         let terminal = false;
+        let lastType = '';
         res.setEncoding('utf8');
         res.on('data', (text: string) => {
           const now = performance.now();
@@ -60,33 +110,45 @@ function openStream(url: string, agentId: string, apiKey: string, agent: Agent):
             events += 1;
             if (part.includes('event: RunResponse') && part.includes('"delta"')) {
               if (last !== undefined) gaps.push(now - last);
+              first ??= now;
               last = now;
             }
             if (part.includes('event: RunCompleted')) terminal = true;
+            lastType = /event: (\w+)/.exec(part)?.[1] ?? lastType;
           }
         });
-        res.on('end', () => resolve({ events, gaps, ok: res.statusCode === 200 && terminal }));
-        res.on('error', () => resolve({ events, gaps, ok: false }));
+        res.on('end', () =>
+          resolve({ events, gaps, ok: res.statusCode === 200 && terminal, outcome: res.statusCode === 200 ? lastType || 'no events' : String(res.statusCode), firstDelta: first, lastDelta: last }),
+        );
+        res.on('error', () => resolve({ events, gaps, ok: false, outcome: 'error' }));
       },
     );
-    req.on('error', () => resolve({ events: 0, gaps: [], ok: false }));
+    req.on('error', () => resolve({ events: 0, gaps: [], ok: false, outcome: 'error' }));
     req.end(body);
   });
 }
 
-async function run(_options: BenchOptions): Promise<BenchResult> {
+/** Both rounds on one engine, and the RSS before them and SETTLE_SECONDS after them. */
+async function engineRounds(engine: string, extraEnv: Record<string, string>, profile: boolean) {
   const dataDir = mkdtempSync(path.join(tmpdir(), 'oaa-bench-runs-'));
+  const profileFile = path.join(dataDir, 'server.cpuprofile');
   const env = {
     NODE_ENV: 'production',
     LOG_LEVEL: 'info',
     DATA_DIR: dataDir,
     LOCAL_MODEL_TOKEN_DELAY_MS: String(TOKEN_DELAY_MS),
     ...unlimitedPlanEnv(),
+    ...extraEnv,
+    ...(process.env.BENCH_SERVER_ENV ? (JSON.parse(process.env.BENCH_SERVER_ENV) as Record<string, string>) : {}),
     ...(process.env.BENCH_NODE_OPTIONS ? { NODE_OPTIONS: process.env.BENCH_NODE_OPTIONS } : {}),
   };
   const apiKey = await runScript('scripts/create-key.ts', ['--email', 'bench-runs@example.com'], env);
-  const server = await startServerProcess(env);
-  const rows: { concurrency: number; completed: number; events: number; seconds: number; eventsPerSecond: number; gapP50: number; gapP99: number; addedP99: number; rssBaseMb: number; rssPeakMb: number; kbPerStream: number }[] = [];
+  // With --profile, the server's CPU profile covers the last round only (see bench/cpu-profile-hook.ts).
+  const server = await startServerProcess(profile ? { ...env, CPU_PROFILE_FILE: profileFile, NODE_OPTIONS: `${env.NODE_OPTIONS ?? ''} --import ./bench/cpu-profile-hook.ts`.trim() } : env);
+  const rows: Row[] = [];
+  let cpu: ReturnType<typeof summariseProfile> | undefined;
+  let rssStartMb: number;
+  let rssSettledMb: number;
   try {
     const created = await fetch(`${server.url}/v1/agents`, {
       method: 'POST',
@@ -95,14 +157,27 @@ async function run(_options: BenchOptions): Promise<BenchResult> {
     });
     const agentId = ((await created.json()) as { id: string }).id;
     const pid = server.child.pid!;
+    // Warm-up: one run end to end (the validator compiles an operation's checks at its first request, which
+    // blocks the loop long enough for load shedding to refuse what comes right after), then a pause.
+    await openStream(server.url, agentId, apiKey, new Agent({ keepAlive: false }));
+    await new Promise((resolve) => setTimeout(resolve, 3000));
+    rssStartMb = rssMb(pid);
     for (const concurrency of CONCURRENCY) {
       const agent = new Agent({ keepAlive: false, maxSockets: Infinity });
       const rssBase = rssMb(pid);
       let rssPeak = rssBase;
       const sampler = setInterval(() => (rssPeak = Math.max(rssPeak, rssMb(pid))), 50);
+      const profiled = profile && concurrency === CONCURRENCY.at(-1);
+      if (profiled) server.child.kill('SIGUSR2');
       const start = performance.now();
       const streams = await Promise.all(Array.from({ length: concurrency }, () => openStream(server.url, agentId, apiKey, agent)));
       const seconds = (performance.now() - start) / 1000;
+      if (profiled) {
+        const written = server.logs.length;
+        server.child.kill('SIGUSR2');
+        while (!server.logs.slice(written).some((line) => line.includes('cpu profile written'))) await new Promise((resolve) => setTimeout(resolve, 50));
+        cpu = summariseProfile(JSON.parse(readFileSync(profileFile, 'utf8')) as CpuProfile, streams.reduce((sum, stream) => sum + stream.events, 0));
+      }
       clearInterval(sampler);
       agent.destroy();
       const gaps = streams.flatMap((stream) => stream.gaps);
@@ -119,26 +194,83 @@ async function run(_options: BenchOptions): Promise<BenchResult> {
         rssBaseMb: Math.round(rssBase),
         rssPeakMb: Math.round(rssPeak),
         kbPerStream: Math.round(((rssPeak - rssBase) * 1024) / concurrency),
+        streamingAtOnce: mostAtOnce(streams),
+        firstDeltaP50: Number(percentile(streams.flatMap((stream) => (stream.firstDelta === undefined ? [] : [stream.firstDelta - start])), 50).toFixed(0)),
+        firstDeltaP99: Number(percentile(streams.flatMap((stream) => (stream.firstDelta === undefined ? [] : [stream.firstDelta - start])), 99).toFixed(0)),
+        failures: streams.filter((stream) => !stream.ok).reduce<Record<string, number>>((tally, stream) => ({ ...tally, [stream.outcome]: (tally[stream.outcome] ?? 0) + 1 }), {}),
       });
       // Let the server settle between rounds.
       await new Promise((resolve) => setTimeout(resolve, 2000));
     }
+    await new Promise((resolve) => setTimeout(resolve, (SETTLE_SECONDS - 2) * 1000));
+    rssSettledMb = rssMb(pid);
   } finally {
     await server.kill('SIGTERM');
     rmSync(dataDir, { recursive: true, force: true });
   }
-  const header = ['streams', 'completed', 'events', 'seconds', 'events/s', 'gap p50 ms', 'gap p99 ms', 'added p99 ms', 'RSS base MB', 'RSS peak MB', 'KB per stream'];
-  const lines = rows.map((row) =>
-    [row.concurrency, row.completed, row.events, row.seconds, row.eventsPerSecond, row.gapP50, row.gapP99, row.addedP99, row.rssBaseMb, row.rssPeakMb, row.kbPerStream].join(' | '),
+  const big = rows.at(-1)!;
+  return {
+    engine,
+    rows,
+    ...(cpu ? { profile: cpu } : {}),
+    rssStartMb: Math.round(rssStartMb),
+    rssSettledMb: Math.round(rssSettledMb),
+    targets: {
+      kbPerStream: { value: big.kbPerStream, target: '<= 50', met: big.kbPerStream <= 50 },
+      addedP99Ms: { value: big.addedP99, target: '<= 50', met: big.addedP99 <= 50 },
+      settledRss: { value: Number((rssSettledMb / rssStartMb - 1).toFixed(3)), target: `<= ${SETTLED_WITHIN} above the start after ${SETTLE_SECONDS} s`, met: rssSettledMb <= rssStartMb * (1 + SETTLED_WITHIN) },
+      allCompleted: { value: big.completed, target: `${big.concurrency}`, met: big.completed === big.concurrency },
+      streamingAtOnce: { value: big.streamingAtOnce, target: `${big.concurrency}`, met: big.streamingAtOnce === big.concurrency },
+    },
+  };
+}
+
+async function run(options: BenchOptions): Promise<BenchResult> {
+  const only = process.env.BENCH_RUNS_ENGINES?.split(',');
+  const engines: Awaited<ReturnType<typeof engineRounds>>[] = [];
+  if (!only || only.includes('pglite')) engines.push(await engineRounds('pglite', {}, options.profile));
+  if ((!only || only.includes('postgres')) && (await postgresReachable(postgresUrl))) {
+    const database = `oaa_bench_runs_${process.pid}`;
+    const admin = new pg.Client({ connectionString: postgresUrl });
+    await admin.connect();
+    await admin.query(`CREATE DATABASE ${database}`);
+    try {
+      const url = new URL(postgresUrl);
+      url.pathname = `/${database}`;
+      engines.push(await engineRounds('postgres', { DATABASE_URL: url.href }, options.profile));
+    } finally {
+      await admin.query(`DROP DATABASE ${database} WITH (FORCE)`);
+      await admin.end();
+    }
+  }
+  const header = ['engine', 'streams', 'completed', 'streaming at once', 'first delta p50 / p99 ms', 'events', 'seconds', 'events/s', 'gap p50 ms', 'gap p99 ms', 'added p99 ms', 'RSS base MB', 'RSS peak MB', 'KB per stream'];
+  const lines = engines.flatMap((e) =>
+    e.rows.map((row) => [e.engine, row.concurrency, row.completed, row.streamingAtOnce, `${row.firstDeltaP50} / ${row.firstDeltaP99}`, row.events, row.seconds, row.eventsPerSecond, row.gapP50, row.gapP99, row.addedP99, row.rssBaseMb, row.rssPeakMb, row.kbPerStream].join(' | ')),
   );
   return {
     report: [
-      `Streaming runs on the local model (${WORDS} words per reply, ${TOKEN_DELAY_MS} ms between words; server in production mode on PGlite)`,
+      `Streaming runs on the local model (${WORDS} words per reply, ${TOKEN_DELAY_MS} ms between words; server in production mode)`,
       `| ${header.join(' | ')} |`,
       `| ${header.map(() => '---').join(' | ')} |`,
       ...lines.map((line) => `| ${line} |`),
+      '',
+      ...engines.flatMap((e) => [
+        ...e.rows.filter((row) => row.completed < row.concurrency).map((row) => `${e.engine}, ${row.concurrency} streams: incomplete by status or last event ${JSON.stringify(row.failures)}`),
+        `${e.engine}: RSS ${e.rssStartMb} MB before the rounds, ${e.rssSettledMb} MB ${SETTLE_SECONDS} s after them`,
+        ...Object.entries(e.targets).map(([name, t]) => `${e.engine}: target 3 ${name} ${t.target}: ${t.value}, ${t.met ? 'met' : 'NOT met'}`),
+        ...(e.profile
+          ? [
+              '',
+              `${e.engine}: CPU profile of the server over the last round: ${(e.profile.busyMs / 1000).toFixed(2)} s busy of ${(e.profile.windowMs / 1000).toFixed(2)} s, ${e.profile.cpuMicrosPerRequest.toFixed(0)} µs of CPU per event`,
+              table(['where', 'share', 'µs/event'], e.profile.areas.map((area) => [area.name, `${(area.share * 100).toFixed(1)}%`, area.microsPerRequest.toFixed(1)])),
+              '',
+              table(['function (inclusive)', 'share', 'µs/event'], e.profile.inclusive.slice(0, 30).map((fn) => [fn.name, `${(fn.share * 100).toFixed(1)}%`, fn.microsPerRequest.toFixed(1)])),
+              '',
+            ]
+          : []),
+      ]),
     ].join('\n'),
-    json: { wordsPerReply: WORDS, tokenDelayMs: TOKEN_DELAY_MS, rows },
+    json: { section: 'runs', at: new Date().toISOString(), wordsPerReply: WORDS, tokenDelayMs: TOKEN_DELAY_MS, settleSeconds: SETTLE_SECONDS, engines },
   };
 }
 

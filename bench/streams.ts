@@ -6,11 +6,12 @@
 // server adds over the direct run: stalled chunks (a gap over 200 ms), the inter-chunk p99 and the TTFT
 // p99. The client only counts chunks (it does not parse their JSON), so that it adds as little as it can.
 //   npm run bench -- streams            (BENCH_STREAMS=128 for fewer)
-import { mkdtempSync, rmSync } from 'node:fs';
+//   npm run bench -- streams --profile  also a CPU profile of the server over its measured round: µs per content chunk
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { Agent, request } from 'node:http';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import path from 'node:path';
-import { percentile, prepareServer, printsUrl, rssMb, startChild, startServer, table, type Proc } from './gateway.ts';
+import { percentile, prepareServer, printsUrl, rssMb, startChild, startServer, summariseProfile, table, type CpuProfile, type Proc } from './gateway.ts';
 import type { BenchOptions, BenchSection } from './section.ts';
 
 const STREAMS = Number(process.env.BENCH_STREAMS ?? 512);
@@ -24,6 +25,8 @@ const CONTENT = '"content":"';
 interface RoundFigures {
   streams: number;
   failed: number;
+  /** The failures by status (or `error` for a broken connection). */
+  failures: Record<string, number>;
   /** Content chunks received over all streams. */
   chunks: number;
   stalled: number;
@@ -41,6 +44,11 @@ async function round(url: string, headers: Record<string, string>, count: number
   const ttfts: number[] = [];
   const gaps: number[] = [];
   let failed = 0;
+  const failures: Record<string, number> = {};
+  const fail = (why: string) => {
+    failed++;
+    failures[why] = (failures[why] ?? 0) + 1;
+  };
   let chunks = 0;
   const started = performance.now();
   await Promise.all(
@@ -66,16 +74,16 @@ async function round(url: string, headers: Record<string, string>, count: number
               }
             });
             res.on('end', () => {
-              if (res.statusCode !== 200) failed++;
+              if (res.statusCode !== 200) fail(String(res.statusCode));
               resolve();
             });
             res.on('error', () => {
-              failed++;
+              fail('error');
               resolve();
             });
           });
           req.on('error', () => {
-            failed++;
+            fail('error');
             resolve();
           });
           req.end(BODY);
@@ -89,6 +97,7 @@ async function round(url: string, headers: Record<string, string>, count: number
   return {
     streams: count,
     failed,
+    failures,
     chunks,
     stalled: gaps.filter((gap) => gap > STALL_MS).length,
     ttftP50: percentile(ttfts, 50),
@@ -102,14 +111,15 @@ async function round(url: string, headers: Record<string, string>, count: number
 
 const ms = (value: number) => value.toFixed(2);
 
-async function run(_options: BenchOptions) {
+async function run(options: BenchOptions) {
   const dataDir = mkdtempSync(path.join(tmpdir(), 'oaa-bench-streams-'));
   const procs: Proc[] = [];
   try {
     const upstream = await startChild(['bench/upstream.ts', '--chunk-gap-ms', String(CHUNK_GAP_MS)], {}, printsUrl);
     procs.push(upstream);
     const { serverEnv, apiKey } = await prepareServer(dataDir, upstream.url);
-    const server = await startServer(serverEnv);
+    const profileFile = path.join(dataDir, 'server.cpuprofile');
+    const server = options.profile ? await startServer({ ...serverEnv, CPU_PROFILE_FILE: profileFile }, ['--import', './bench/cpu-profile-hook.ts']) : await startServer(serverEnv);
     procs.push(server);
     const direct = { url: `${upstream.url}/chat/completions`, headers: {} };
     const through = { url: `${server.url}/v1/chat/completions`, headers: { authorization: `Bearer ${apiKey}` } };
@@ -118,7 +128,16 @@ async function run(_options: BenchOptions) {
     await round(through.url, through.headers, Math.min(64, STREAMS));
     const loadBefore = loadavg()[0]!;
     const directFigures = await round(direct.url, direct.headers, STREAMS);
+    // With --profile, the server's CPU profile covers its measured round only (see bench/cpu-profile-hook.ts).
+    if (options.profile) server.child.kill('SIGUSR2');
     const serverFigures = await round(through.url, through.headers, STREAMS);
+    let profile: ReturnType<typeof summariseProfile> | undefined;
+    if (options.profile) {
+      const written = server.waitForLine((line) => line.includes('cpu profile written'));
+      server.child.kill('SIGUSR2');
+      await written;
+      profile = summariseProfile(JSON.parse(readFileSync(profileFile, 'utf8')) as CpuProfile, serverFigures.chunks);
+    }
     const rss = rssMb(server.child.pid);
     const added = {
       stalled: serverFigures.stalled - directFigures.stalled,
@@ -134,6 +153,7 @@ async function run(_options: BenchOptions) {
       server: serverFigures,
       added,
       serverRssMb: rss,
+      ...(profile ? { profile } : {}),
       targets: {
         stalledChunks: { value: serverFigures.stalled, target: '0', met: serverFigures.stalled === 0 },
         addedGapP99Ms: { value: added.gapP99Ms, target: '<= 2', met: added.gapP99Ms <= 2 },
@@ -144,12 +164,25 @@ async function run(_options: BenchOptions) {
     const report = [
       table(['streams', 'count', 'failed', 'chunks', 'stalled', 'ttft p50', 'ttft p99', 'gap p50', 'gap p99', 'gap max', 'wall s'], [row('direct', directFigures), row('server', serverFigures)]),
       '',
+      ...(serverFigures.failed || directFigures.failed ? [`failures by status: direct ${JSON.stringify(directFigures.failures)}, server ${JSON.stringify(serverFigures.failures)}`] : []),
       `server RSS ${rss.now} MB (peak ${rss.peak} MB); load average ${loadBefore.toFixed(1)} before, ${loadavg()[0]!.toFixed(1)} after, on ${cpus().length} cores`,
       `target 2: stalled chunks (gap > ${STALL_MS} ms) through the server: ${serverFigures.stalled} (direct ${directFigures.stalled}), ${json.targets.stalledChunks.met ? 'met' : 'NOT met'}`,
       `target 2: added inter-chunk p99 <= 2 ms: ${ms(added.gapP99Ms)} ms, ${json.targets.addedGapP99Ms.met ? 'met' : 'NOT met'}`,
       `target 2: added TTFT p99 <= 2 ms: ${ms(added.ttftP99Ms)} ms, ${json.targets.addedTtftP99Ms.met ? 'met' : 'NOT met'}`,
-    ].join('\n');
-    return { report, json };
+    ];
+    if (profile) {
+      const share = (rows: { name: string; share: number; microsPerRequest: number }[]) => rows.map((entry) => [entry.name, `${(entry.share * 100).toFixed(1)}%`, entry.microsPerRequest.toFixed(2)]);
+      report.push(
+        '',
+        `CPU profile of the server over its round: ${(profile.busyMs / 1000).toFixed(2)} s busy of ${(profile.windowMs / 1000).toFixed(2)} s, ${profile.cpuMicrosPerRequest.toFixed(1)} µs of CPU per content chunk (request set-up included)`,
+        table(['where', 'share', 'µs/chunk'], share(profile.areas)),
+        '',
+        table(['function (self)', 'share', 'µs/chunk'], share(profile.functions)),
+        '',
+        table(['function (inclusive)', 'share', 'µs/chunk'], share(profile.inclusive.slice(0, 30))),
+      );
+    }
+    return { report: report.join('\n'), json };
   } finally {
     for (const proc of procs.reverse()) await proc.stop();
     rmSync(dataDir, { recursive: true, force: true });

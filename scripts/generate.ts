@@ -1,10 +1,12 @@
-// Generates generated/openapi.gen.ts (types, by openapi-typescript) and generated/server.gen.ts (the
-// handler map type and the route table) from open-agent-api.yaml.
+// Generates generated/openapi.gen.ts (types, by openapi-typescript), generated/server.gen.ts (the
+// handler map type and the route table) and generated/contract.json (the parsed document, which the server
+// reads at start-up in place of parsing the YAML; see server/http/contract.ts) from open-agent-api.yaml.
 //   node scripts/generate.ts           write the files
 //   node scripts/generate.ts --check   regenerate in memory; exit 1 if a committed file differs
 import { readFileSync, writeFileSync, mkdirSync } from 'node:fs';
 import { pathToFileURL, fileURLToPath } from 'node:url';
 import openapiTS, { astToString } from 'openapi-typescript';
+import { contractDocumentJson } from '../server/http/contract.ts';
 import { contractPath, listOperations, loadContract, toExpressPath, type OperationInfo } from './contract.ts';
 
 const outDir = fileURLToPath(new URL('../generated/', import.meta.url));
@@ -127,6 +129,7 @@ async function main(): Promise<void> {
   const files: Record<string, string> = {
     'openapi.gen.ts': await generateTypes(),
     'server.gen.ts': generateServer(operations),
+    'contract.json': contractDocumentJson(readFileSync(contractPath, 'utf8')),
   };
   const stale: string[] = [];
   mkdirSync(outDir, { recursive: true });

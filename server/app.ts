@@ -9,6 +9,7 @@ import swaggerUi from 'swagger-ui-express';
 import { routes } from '../generated/server.gen.ts';
 import type { Config } from './config.ts';
 import { createStreamValidators, loadContract, type Contract } from './http/contract.ts';
+import { resolveValidatorRefsWithoutCompiling } from './http/validator-refs.ts';
 import { a2aErrorFormats } from './a2a/handlers.ts';
 import { createErrorHandler, unmatchedRoute } from './http/error-handler.ts';
 import { ApiError } from './errors.ts';
@@ -54,6 +55,7 @@ function trackInFlight(lifecycle: Lifecycle): RequestHandler {
 /** express-openapi-validator over the contract, as `config` has the server run it. */
 export function validatorFor(contract: Contract, config: Config): RequestHandler[] {
   cacheValidatorRouteMatchers();
+  resolveValidatorRefsWithoutCompiling();
   return OpenApiValidator.middleware({
     // The validator dereferences in place; it gets its own copy.
     apiSpec: structuredClone(contract.document) as never,

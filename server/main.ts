@@ -5,6 +5,7 @@ import type { AddressInfo } from 'node:net';
 import { createApp } from './app.ts';
 import { loadConfig, ConfigError } from './config.ts';
 import { guardConnections } from './http/connections.ts';
+import { createMemoryReducer, reduceMemory } from './memory.ts';
 import { createServices } from './services.ts';
 
 async function main(): Promise<void> {
@@ -13,6 +14,22 @@ async function main(): Promise<void> {
   const { logger, lifecycle } = services;
   const server = createServer(createApp(services));
   guardConnections(server, config);
+  // Memory that start-up and busy spells leave behind goes back once the server is quiet (see memory.ts);
+  // the pause that takes is not load, so load shedding does not count it.
+  const memory = createMemoryReducer({
+    afterStartMs: 1_000,
+    quietMs: 10_000,
+    busy: () => lifecycle.inFlight > 0,
+    reduce: () => {
+      const before = process.memoryUsage.rss();
+      const since = performance.now();
+      reduceMemory();
+      services.load.discount();
+      const mb = (bytes: number) => Math.round(bytes / 1048576);
+      logger.debug({ rssMb: mb(process.memoryUsage.rss()), beforeMb: mb(before), ms: Math.round(performance.now() - since) }, 'memory given back');
+    },
+  });
+  server.on('request', () => memory.activity());
   server.listen(config.port, config.host, () => {
     const { port } = server.address() as AddressInfo;
     logger.info({ port, url: config.publicUrl, store: services.db.engine }, 'listening');
@@ -24,6 +41,7 @@ async function main(): Promise<void> {
   const shutdown = async (signal: string) => {
     if (stopping) return;
     stopping = true;
+    memory.stop();
     logger.info({ signal, inFlight: lifecycle.inFlight }, 'shutting down');
     server.close();
     server.closeIdleConnections();

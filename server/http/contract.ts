@@ -1,5 +1,6 @@
 // The contract at run time: the parsed document (for the request/response validator and the docs) and
 // compiled validators for server-sent event payloads, which express-openapi-validator does not check.
+import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
@@ -8,6 +9,7 @@ import { parse } from 'yaml';
 import type { RouteSpec } from '../../generated/server.gen.ts';
 
 export const contractFile = fileURLToPath(new URL('../../open-agent-api.yaml', import.meta.url));
+const generatedFile = fileURLToPath(new URL('../../generated/contract.json', import.meta.url));
 
 export interface Contract {
   /** The YAML text, served as is by `GET /openapi.yaml`. */
@@ -18,10 +20,31 @@ export interface Contract {
 
 let cached: Contract | undefined;
 
+const sha256 = (text: string) => createHash('sha256').update(text).digest('hex');
+
+/** generated/contract.json: the document parsed from `text`, with the hash of the text it was parsed from. */
+export function contractDocumentJson(text: string): string {
+  return `${JSON.stringify({ sha256: sha256(text), document: parse(text) as unknown })}\n`;
+}
+
+/**
+ * The parsed document: generated/contract.json when `npm run generate` wrote it from this very text (reading
+ * JSON takes milliseconds where parsing the YAML takes most of a second of start-up), the YAML otherwise.
+ */
+function documentOf(text: string): Record<string, unknown> {
+  try {
+    const generated = JSON.parse(readFileSync(generatedFile, 'utf8')) as { sha256?: unknown; document?: Record<string, unknown> };
+    if (generated.sha256 === sha256(text) && generated.document) return generated.document;
+  } catch {
+    // Not generated yet: the YAML says the same.
+  }
+  return parse(text) as Record<string, unknown>;
+}
+
 export function loadContract(): Contract {
   if (!cached) {
     const text = readFileSync(contractFile, 'utf8');
-    const document = parse(text) as Record<string, unknown>;
+    const document = documentOf(text);
     cached = { text, document, version: String((document.info as { version: string }).version) };
   }
   return cached;

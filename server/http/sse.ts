@@ -35,10 +35,28 @@ export class IncompleteStream extends Error {
   }
 }
 
+/**
+ * An event's JSON payload already written out (an upstream's chunk relayed as it came): sent as it is.
+ * Where it is kept or checked as a value (an idempotent answer, the contract check) it is parsed.
+ */
+export class SerializedJson {
+  readonly text: string;
+
+  constructor(text: string) {
+    this.text = text;
+  }
+
+  toJSON(): unknown {
+    return JSON.parse(this.text);
+  }
+}
+
 export function formatFrame(frame: SseFrame<unknown>): string {
   let text = '';
   if (frame.id !== undefined) text += `id: ${frame.id}\n`;
   if (frame.event !== undefined) text += `event: ${frame.event}\n`;
+  // Serialised JSON has no raw newline: one data line.
+  if (frame.data instanceof SerializedJson) return `${text}data: ${frame.data.text}\n\n`;
   const data = typeof frame.data === 'string' ? frame.data : JSON.stringify(frame.data);
   // JSON never contains a raw newline, but a plain string payload might; each line needs its own prefix.
   for (const line of data.split('\n')) text += `data: ${line}\n`;
@@ -89,7 +107,7 @@ export async function writeEventStream(
     for await (const frame of frames) {
       if (res.destroyed || res.writableEnded) break;
       if (options.validate) {
-        const problem = options.validate(frame.data);
+        const problem = options.validate(frame.data instanceof SerializedJson ? frame.data.toJSON() : frame.data);
         if (problem) throw new ContractViolation(`Event off the contract: ${problem}`);
       }
       await write(formatFrame(frame));

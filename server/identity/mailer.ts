@@ -1,4 +1,4 @@
-import nodemailer from 'nodemailer';
+import type { Transporter } from 'nodemailer';
 import type { Logger } from 'pino';
 import { ApiError } from '../errors.ts';
 
@@ -26,7 +26,8 @@ export interface MailerOptions {
 
 /**
  * Sends mail through SMTP_URL, or writes it to the log without one. A mail server that refuses, fails or
- * stays silent past the deadline is a 503 for the caller, with the reason in the log.
+ * stays silent past the deadline is a 503 for the caller, with the reason in the log. nodemailer (39
+ * modules) is loaded with the first mail, not at start-up: most servers send none for a long while.
  */
 export function createMailer(options: MailerOptions): Mailer {
   if (!options.smtpUrl) {
@@ -39,24 +40,29 @@ export function createMailer(options: MailerOptions): Mailer {
     };
   }
   const timeout = options.timeoutMs ?? 10_000;
-  const transporter = nodemailer.createTransport({
-    url: options.smtpUrl,
-    connectionTimeout: timeout,
-    greetingTimeout: timeout,
-    socketTimeout: timeout,
-  });
+  const smtpUrl = options.smtpUrl;
+  let transporter: Promise<Transporter> | undefined;
+  const transport = () =>
+    (transporter ??= import('nodemailer').then(({ default: nodemailer }) =>
+      nodemailer.createTransport({
+        url: smtpUrl,
+        connectionTimeout: timeout,
+        greetingTimeout: timeout,
+        socketTimeout: timeout,
+      }),
+    ));
   return {
     transport: 'smtp',
     async send(mail) {
       try {
-        await transporter.sendMail({ from: options.from, ...mail });
+        await (await transport()).sendMail({ from: options.from, ...mail });
       } catch (error) {
         options.logger.error({ err: error, subject: mail.subject }, 'sending mail failed');
         throw new ApiError('service_unavailable', 'The mail could not be sent; try again later.', { cause: error });
       }
     },
     close() {
-      transporter.close();
+      void transporter?.then((made) => made.close());
     },
   };
 }

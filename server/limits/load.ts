@@ -16,6 +16,11 @@ export interface LoadMonitor {
   delayMs(): number;
   /** Whether new work should be refused now. */
   overloaded(): boolean;
+  /**
+   * Forgets the delay so far: the loop was blocked on purpose, by work done only while nothing was in
+   * flight (see server/memory.ts), which says nothing about the load.
+   */
+  discount(): void;
   stop(): void;
 }
 
@@ -26,9 +31,12 @@ export function createLoadMonitor(thresholdMs: number): LoadMonitor {
   let recent = 0;
   let lateWindows = 0;
   let expected = performance.now() + WINDOW_MS;
+  // A discounted block may still be in the samples the histogram takes after it: its window is skipped.
+  let discounted = false;
   const timer = setInterval(() => {
     const now = performance.now();
-    recent = Math.max(histogram.percentile(99) / 1e6, now - expected);
+    recent = discounted ? 0 : Math.max(histogram.percentile(99) / 1e6, now - expected);
+    discounted = false;
     lateWindows = thresholdMs > 0 && recent > thresholdMs ? lateWindows + 1 : 0;
     expected = now + WINDOW_MS;
     histogram.reset();
@@ -37,6 +45,11 @@ export function createLoadMonitor(thresholdMs: number): LoadMonitor {
   return {
     delayMs: () => recent,
     overloaded: () => lateWindows >= SUSTAINED_WINDOWS,
+    discount() {
+      discounted = true;
+      recent = 0;
+      lateWindows = 0;
+    },
     stop() {
       clearInterval(timer);
       histogram.disable();

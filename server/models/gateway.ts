@@ -6,6 +6,7 @@ import { ApiError } from '../errors.ts';
 import type { UpstreamMetrics, UpstreamObserver, UpstreamOutcome } from '../metrics/metrics.ts';
 import type { Catalog, ModelSpec } from './catalog.ts';
 import { completeViaChat, streamViaChat } from './legacy.ts';
+import { chunkText } from './upstream.ts';
 import {
   UpstreamError,
   type CallOptions,
@@ -14,6 +15,7 @@ import {
   type ChatCompletionChunk,
   type Completion,
   type EmbeddingResult,
+  type PassThroughChunk,
   type Provider,
   type ProviderChatRequest,
   type ProviderCompletionRequest,
@@ -98,6 +100,18 @@ function deadline(ms: number, outer: AbortSignal | undefined) {
     },
   };
 }
+
+type StreamedChunk = ChatCompletionChunk | Completion;
+
+/** Parsed chunks as pass-through chunks, for providers that have no pass-through of their own. */
+async function* parsedChunks<C extends StreamedChunk>(chunks: AsyncIterable<C>, textOf: (chunk: C) => string): AsyncGenerator<PassThroughChunk<C>> {
+  for await (const chunk of chunks) {
+    const choices: { finish_reason?: unknown }[] = chunk.choices;
+    yield { model: chunk.model, usage: chunk.usage, usageOnly: choices.length === 0 && !!chunk.usage, text: textOf(chunk), finished: choices.some((choice) => choice.finish_reason !== null && choice.finish_reason !== undefined), chunk };
+  }
+}
+
+const completionText = (chunk: Completion) => chunk.choices.map((choice) => choice.text).join('');
 
 export function createGateway(catalog: Catalog, providers: Map<string, Provider>, options: GatewayOptions) {
   const models = new Map(catalog.models.map((model) => [model.id, model]));
@@ -251,6 +265,18 @@ export function createGateway(catalog: Catalog, providers: Map<string, Provider>
       return streamWithFallbacks(id, 'chat', call.signal, (provider, model, signal) => provider.chatStream({ ...request, model: model.upstream }, { signal }));
     },
 
+    /**
+     * `chatStream` for relaying to an OpenAI client: chunks as the upstream wrote them where the provider
+     * can (see PassThroughChunk), parsed chunks otherwise.
+     */
+    chatPassThrough(id: string, request: Omit<ProviderChatRequest, 'model'>, call: CallOptions = {}): AsyncGenerator<PassThroughChunk, ModelSpec> {
+      return streamWithFallbacks(id, 'chat', call.signal, (provider, model, signal) =>
+        provider.chatStreamPassThrough
+          ? provider.chatStreamPassThrough({ ...request, model: model.upstream }, { signal })
+          : parsedChunks(provider.chatStream({ ...request, model: model.upstream }, { signal }), chunkText),
+      );
+    },
+
     /** A legacy completion: native where the provider has it, otherwise served by the chat model. */
     async complete(id: string, request: Omit<ProviderCompletionRequest, 'model'>, call: CallOptions = {}): Promise<Served<Completion>> {
       return withFallbacks(id, 'completions', call.signal, async (provider, model, signal) =>
@@ -260,12 +286,16 @@ export function createGateway(catalog: Catalog, providers: Map<string, Provider>
       );
     },
 
-    completeStream(id: string, request: Omit<ProviderCompletionRequest, 'model'>, call: CallOptions = {}): AsyncGenerator<Completion, ModelSpec> {
-      return streamWithFallbacks(id, 'completions', call.signal, (provider, model, signal) =>
-        provider.completeStream
-          ? provider.completeStream({ ...request, model: model.upstream }, { signal })
-          : streamViaChat(provider, model, { ...request, model: model.upstream }, { signal }),
-      );
+    /**
+     * A legacy completion's chunks, as `chatPassThrough` relays chat's: native where the provider has
+     * them, otherwise served by the chat model.
+     */
+    completePassThrough(id: string, request: Omit<ProviderCompletionRequest, 'model'>, call: CallOptions = {}): AsyncGenerator<PassThroughChunk<Completion>, ModelSpec> {
+      return streamWithFallbacks(id, 'completions', call.signal, (provider, model, signal) => {
+        const upstream = { ...request, model: model.upstream };
+        if (provider.completeStreamPassThrough) return provider.completeStreamPassThrough(upstream, { signal });
+        return parsedChunks(provider.completeStream ? provider.completeStream(upstream, { signal }) : streamViaChat(provider, model, upstream, { signal }), completionText);
+      });
     },
 
     async embed(id: string, input: string[], dimensions: number | undefined, call: CallOptions = {}): Promise<Served<EmbeddingResult>> {

@@ -7,7 +7,7 @@ import type { SseFrame } from '../../generated/server.gen.ts';
 import { callerOf, type Principal } from '../http/auth.ts';
 import { ApiError } from '../errors.ts';
 import { envelope, type ErrorEnvelope } from '../http/errors.ts';
-import { IncompleteStream } from '../http/sse.ts';
+import { IncompleteStream, SerializedJson } from '../http/sse.ts';
 import type { AppHandlers, RequestContext } from '../http/operations.ts';
 import type { UsageKind, UsageRecord } from '../usage/meter.ts';
 import { toApiError, type ModelGateway } from './gateway.ts';
@@ -21,6 +21,7 @@ import type {
   Completion,
   CompletionRequest,
   CompletionUsage,
+  PassThroughChunk,
   ProviderChatRequest,
   ProviderCompletionRequest,
 } from './types.ts';
@@ -125,6 +126,41 @@ interface Relay<T> {
   textOf(item: T): string;
   /** Usage estimated from the request and the text so far, when the stream ended without a report. */
   estimate(text: string): CompletionUsage;
+  /** What the client gets of an item: with its usage as it is, with `usage: null`, or without usage. */
+  payloadOf(item: T, usage: UsageField): unknown;
+}
+
+export type UsageField = 'keep' | 'null' | 'drop';
+
+/** An item as the client gets it, given OpenAI's usage convention (see startStream). */
+export function payloadOf<T extends { usage?: CompletionUsage | null }>(item: T, usage: UsageField): unknown {
+  if (usage === 'keep') return item;
+  if (usage === 'null') return { ...item, usage: null };
+  const { usage: _usage, ...rest } = item;
+  return rest;
+}
+
+/**
+ * A relayed chunk as the client gets it: a parsed one as any item, with the public model id; one the
+ * upstream wrote, as it wrote it but for the model's name and a `"usage":null` put in or taken out. For
+ * the compact JSON that such chunks are, that is byte for byte what serialising the parsed chunk with
+ * these edits would write.
+ */
+export function passThroughPayload<C extends { usage?: CompletionUsage | null }>(item: PassThroughChunk<C>, usage: UsageField): unknown {
+  if (item.chunk) return payloadOf({ ...item.chunk, model: item.model }, usage);
+  const { data, modelAt, usageNullAt } = item.raw!;
+  // Replacements of [start, end) spans, in the order they come in the text.
+  const edits: [number, number, string][] = [[modelAt[0], modelAt[1], JSON.stringify(item.model)]];
+  if (usageNullAt && usage === 'drop') edits.push([usageNullAt[0], usageNullAt[1], '']);
+  else if (!usageNullAt && usage === 'null') edits.push([data.length - 1, data.length - 1, ',"usage":null']);
+  if (edits.length > 1 && edits[1]![0] < edits[0]![0]) edits.reverse();
+  let text = '';
+  let at = 0;
+  for (const [start, end, replacement] of edits) {
+    text += data.slice(at, start) + replacement;
+    at = end;
+  }
+  return new SerializedJson(text + data.slice(at));
 }
 
 export function modelHandlers(deps: ModelHandlerDeps) {
@@ -180,14 +216,10 @@ export function modelHandlers(deps: ModelHandlerDeps) {
           usage = relay.usageOf(item) ?? usage;
           text += relay.textOf(item);
           if (relay.isUsageOnly(item)) {
-            if (options.includeUsage) yield { data: item };
+            if (options.includeUsage) yield { data: relay.payloadOf(item, 'keep') as T };
             continue;
           }
-          if (options.includeUsage) yield { data: { ...item, usage: null } };
-          else {
-            const { usage: _usage, ...rest } = item;
-            yield { data: rest as T };
-          }
+          yield { data: relay.payloadOf(item, options.includeUsage ? 'null' : 'drop') as T };
         }
         completed = true;
       } catch (error) {
@@ -213,18 +245,24 @@ export function modelHandlers(deps: ModelHandlerDeps) {
     isUsageOnly: (chunk) => chunk.choices.length === 0 && !!chunk.usage,
     textOf: chunkText,
     estimate: (text) => estimatedUsage(request, text),
+    payloadOf,
   });
 
-  const completionRelay = (request: ProviderCompletionRequest): Relay<Completion> => ({
+  /** Relays chunks passed through (see PassThroughChunk), estimating usage with `estimate` where none came. */
+  const passThroughRelay = <C extends { usage?: CompletionUsage | null }>(estimate: (text: string) => CompletionUsage): Relay<PassThroughChunk<C>> => ({
     usageOf: (chunk) => chunk.usage,
-    isUsageOnly: (chunk) => chunk.choices.length === 0 && !!chunk.usage,
-    textOf: (chunk) => chunk.choices.map((choice) => choice.text).join(''),
-    estimate: (text) => {
-      const prompt = typeof request.prompt === 'string' ? countTokens(request.prompt) : request.prompt.length;
-      const completion = countTokens(text);
-      return { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion };
-    },
+    isUsageOnly: (chunk) => chunk.usageOnly,
+    textOf: (chunk) => chunk.text,
+    estimate,
+    payloadOf: passThroughPayload,
   });
+
+  /** A legacy completion's usage, estimated from its prompt and its text. */
+  const completionEstimate = (request: ProviderCompletionRequest) => (text: string): CompletionUsage => {
+    const prompt = typeof request.prompt === 'string' ? countTokens(request.prompt) : request.prompt.length;
+    const completion = countTokens(text);
+    return { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion };
+  };
 
   return {
     async listModels({ auth }) {
@@ -261,8 +299,10 @@ export function modelHandlers(deps: ModelHandlerDeps) {
         return { status: 200, body: result };
       }
       // Shutdown ends the upstream call too, and the stream with an error event (see startStream).
-      const chunks = models.chatStream(body.model, upstream, { signal: AbortSignal.any([signal, request.shuttingDown]) });
-      return { status: 200, stream: await startStream(request, chunks, { includeUsage, kind: 'chat', relay: chatRelay({ ...upstream, model: body.model }) }) };
+      const chunks = models.chatPassThrough(body.model, upstream, { signal: AbortSignal.any([signal, request.shuttingDown]) });
+      const frames = await startStream(request, chunks, { includeUsage, kind: 'chat', relay: passThroughRelay((text) => estimatedUsage({ ...upstream, model: body.model }, text)) });
+      // Chunks relayed as the upstream wrote them are chat completion chunks still, in their written form.
+      return { status: 200, stream: frames as unknown as AsyncIterable<Frame<ChatCompletionChunk>> };
     },
 
     async createCompletion(request) {
@@ -271,13 +311,14 @@ export function modelHandlers(deps: ModelHandlerDeps) {
       const upstream = pick(body, COMPLETION_FIELDS);
       if (!(body.stream === true || request.acceptsEventStream)) {
         const { result } = await models.complete(body.model, upstream, { signal });
-        const usage = result.usage ?? completionRelay({ ...upstream, model: body.model }).estimate(result.choices.map((c) => c.text).join(''));
+        const usage = result.usage ?? completionEstimate({ ...upstream, model: body.model })(result.choices.map((c) => c.text).join(''));
         meter(request, result.model, 'completion', usage);
         return { status: 200, body: result };
       }
-      const chunks = models.completeStream(body.model, upstream, { signal: AbortSignal.any([signal, request.shuttingDown]) });
+      const chunks = models.completePassThrough(body.model, upstream, { signal: AbortSignal.any([signal, request.shuttingDown]) });
       const includeUsage = body.stream_options?.include_usage === true;
-      return { status: 200, stream: await startStream(request, chunks, { includeUsage, kind: 'completion', relay: completionRelay({ ...upstream, model: body.model }) }) };
+      const frames = await startStream(request, chunks, { includeUsage, kind: 'completion', relay: passThroughRelay<Completion>(completionEstimate({ ...upstream, model: body.model })) });
+      return { status: 200, stream: frames as unknown as AsyncIterable<Frame<Completion>> };
     },
 
     async createEmbedding(request) {

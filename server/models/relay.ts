@@ -40,6 +40,12 @@ export interface Relay {
    * until `[DONE]` or the end of the stream. An error event fails the iteration.
    */
   events(path: string, body: string, signal: AbortSignal | undefined): AsyncGenerator<unknown>;
+  /**
+   * The same stream as `events`, each event's data as the text the upstream sent, unparsed, until
+   * `[DONE]` or the end of the stream; an event named `error` fails the iteration. The caller checks the
+   * data (see openai.ts), so that events are forwarded as they came rather than parsed and written again.
+   */
+  rawEvents(path: string, body: string, signal: AbortSignal | undefined): AsyncGenerator<string>;
 }
 
 function abortReason(signal: AbortSignal): unknown {
@@ -101,6 +107,22 @@ function describe(contentType: string | undefined, size: number): string {
   if (size === 0) return 'an empty body';
   const media = mediaType(contentType);
   return `${size} bytes of ${media || 'an unnamed type'}`;
+}
+
+/**
+ * The JSON value of an event's data; data that is not JSON, or an error in place of an answer, is the
+ * upstream failing.
+ */
+export function parseEvent(name: string, scrub: (text: string) => string, data: string): unknown {
+  let value: unknown;
+  try {
+    value = JSON.parse(data);
+  } catch {
+    throw new UpstreamError('server', `${name} sent an event that is not JSON`);
+  }
+  const error = value && typeof value === 'object' ? (value as { error?: unknown }).error : undefined;
+  if (error !== undefined && error !== null) throw new UpstreamError('server', `${name} failed during the stream: ${scrub(messageOf(data))}`);
+  return value;
 }
 
 export function createRelay(options: RelayOptions): Relay {
@@ -173,6 +195,58 @@ export function createRelay(options: RelayOptions): Relay {
     return failureOfStatus(status, `${name}: ${scrub(messageOf(text))}`, retryAfterSeconds(headers));
   }
 
+  async function* rawEvents(path: string, body: string, signal: AbortSignal | undefined): AsyncGenerator<string> {
+    const response = await send('POST', path, body, 'text/event-stream', signal);
+    const release = guard(response, signal);
+    let complete = false;
+    try {
+      const source = decodedBody(response);
+      const status = response.statusCode ?? 0;
+      if (status < 200 || status >= 300) throw await statusFailure(response, source);
+      if (mediaType(response.headers['content-type']) !== 'text/event-stream') {
+        // A JSON error in place of a stream says what went wrong; anything else is not an answer.
+        const raw = await collect(source, ERROR_BODY_LIMIT).catch(() => Buffer.alloc(0));
+        const text = raw.toString('utf8');
+        const said = text.includes('"error"') ? `: ${scrub(messageOf(text))}` : '';
+        throw new UpstreamError('server', `${name} answered a stream request with ${describe(response.headers['content-type'], raw.length)}${said}`, { status });
+      }
+      const pending: string[] = [];
+      let failure: UpstreamError | undefined;
+      let done = false;
+      const parser = createParser({
+        onEvent(event) {
+          if (done || failure) return;
+          if (event.data === '[DONE]') {
+            done = true;
+            return;
+          }
+          if (event.event === 'error') {
+            failure = new UpstreamError('server', `${name} failed during the stream: ${scrub(messageOf(event.data))}`);
+            return;
+          }
+          pending.push(event.data);
+        },
+      });
+      try {
+        source.setEncoding('utf8');
+        for await (const text of source as AsyncIterable<string>) {
+          parser.feed(text);
+          while (pending.length > 0) yield pending.shift()!;
+          if (failure) throw failure;
+        }
+      } catch (error) {
+        if (error instanceof UpstreamError) throw error;
+        throw transferFailure(error, signal);
+      }
+      if (signal?.aborted) throw abortReason(signal);
+      complete = true;
+    } finally {
+      release();
+      // A consumer that stopped early, or a failure: the connection cannot be reused mid-body.
+      if (!complete) response.destroy();
+    }
+  }
+
   return {
     async json(method, path, body, signal) {
       const response = await send(method, path, body, 'application/json', signal);
@@ -199,63 +273,9 @@ export function createRelay(options: RelayOptions): Relay {
     },
 
     async *events(path, body, signal) {
-      const response = await send('POST', path, body, 'text/event-stream', signal);
-      const release = guard(response, signal);
-      let complete = false;
-      try {
-        const source = decodedBody(response);
-        const status = response.statusCode ?? 0;
-        if (status < 200 || status >= 300) throw await statusFailure(response, source);
-        if (mediaType(response.headers['content-type']) !== 'text/event-stream') {
-          // A JSON error in place of a stream says what went wrong; anything else is not an answer.
-          const raw = await collect(source, ERROR_BODY_LIMIT).catch(() => Buffer.alloc(0));
-          const text = raw.toString('utf8');
-          const said = text.includes('"error"') ? `: ${scrub(messageOf(text))}` : '';
-          throw new UpstreamError('server', `${name} answered a stream request with ${describe(response.headers['content-type'], raw.length)}${said}`, { status });
-        }
-        const pending: unknown[] = [];
-        let failure: UpstreamError | undefined;
-        let done = false;
-        const parser = createParser({
-          onEvent(event) {
-            if (done || failure) return;
-            if (event.data === '[DONE]') {
-              done = true;
-              return;
-            }
-            let value: unknown;
-            try {
-              value = JSON.parse(event.data);
-            } catch {
-              failure = new UpstreamError('server', `${name} sent an event that is not JSON`);
-              return;
-            }
-            const error = value && typeof value === 'object' ? (value as { error?: unknown }).error : undefined;
-            if (event.event === 'error' || (error !== undefined && error !== null)) {
-              failure = new UpstreamError('server', `${name} failed during the stream: ${scrub(messageOf(event.data))}`);
-              return;
-            }
-            pending.push(value);
-          },
-        });
-        try {
-          source.setEncoding('utf8');
-          for await (const text of source as AsyncIterable<string>) {
-            parser.feed(text);
-            while (pending.length > 0) yield pending.shift();
-            if (failure) throw failure;
-          }
-        } catch (error) {
-          if (error instanceof UpstreamError) throw error;
-          throw transferFailure(error, signal);
-        }
-        if (signal?.aborted) throw abortReason(signal);
-        complete = true;
-      } finally {
-        release();
-        // A consumer that stopped early, or a failure: the connection cannot be reused mid-body.
-        if (!complete) response.destroy();
-      }
+      for await (const data of rawEvents(path, body, signal)) yield parseEvent(name, scrub, data);
     },
+
+    rawEvents,
   };
 }

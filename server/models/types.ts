@@ -35,6 +35,37 @@ export interface CallOptions {
   signal?: AbortSignal;
 }
 
+/**
+ * A streamed chunk (chat, or a legacy completion's) on its way from an OpenAI-compatible upstream to an
+ * OpenAI-compatible client: the
+ * event's text as the upstream sent it (`raw`), forwarded with at most two edits, or, where it needed more
+ * than that (the usage chunk, tool calls, a chunk of another layout), the parsed chunk (`chunk`), written
+ * again as any other. Either way it carries what metering and the gateway need, read from the text.
+ */
+export interface PassThroughChunk<C = ChatCompletionChunk> {
+  /** The model that serves it: the upstream's name until the gateway sets the public id. */
+  model: string;
+  /** The usage it reports, on the last chunk. */
+  usage?: CompletionUsage | null;
+  /** Whether it only carries usage (no choices). */
+  usageOnly: boolean;
+  /** The text and tool-call arguments it adds, for usage estimates. */
+  text: string;
+  /** Whether a choice finished in it. */
+  finished: boolean;
+  raw?: RawChunkText;
+  chunk?: C;
+}
+
+/** An upstream chunk's JSON text and where the edits go: the model's name, and a top-level `"usage":null` if any. */
+export interface RawChunkText {
+  data: string;
+  /** The model's name with its quotes: [start, end). */
+  modelAt: readonly [number, number];
+  /** `"usage":null` with the comma that separates it: [start, end). */
+  usageNullAt?: readonly [number, number];
+}
+
 export interface Provider {
   readonly name: string;
   readonly type: 'local' | 'openai-compatible' | 'anthropic';
@@ -48,6 +79,10 @@ export interface Provider {
   complete?(request: ProviderCompletionRequest, options: CallOptions): Promise<Completion>;
   /** Native streamed legacy completions; the last chunk carries `usage` and no choices. */
   completeStream?(request: ProviderCompletionRequest, options: CallOptions): AsyncIterable<Completion>;
+  /** `chatStream` as the upstream sent it, for relaying to OpenAI clients (see PassThroughChunk). */
+  chatStreamPassThrough?(request: ProviderChatRequest, options: CallOptions): AsyncIterable<PassThroughChunk>;
+  /** `completeStream` likewise. */
+  completeStreamPassThrough?(request: ProviderCompletionRequest, options: CallOptions): AsyncIterable<PassThroughChunk<Completion>>;
 }
 
 export type UpstreamFailure = 'rate_limited' | 'server' | 'timeout' | 'network' | 'refused' | 'not_found';
