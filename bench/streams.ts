@@ -1,7 +1,8 @@
 // Streams through the gateway at scale: N concurrent streamed chat completions (512 by default) of 64
 // content chunks each, paced at 20 ms by the loopback upstream (bench/upstream.ts, its own process), read
-// first directly from the upstream and then through the server (server/main.ts in production mode, as in
-// the gateway section), by the same client in this process. Per stream it records the time to the first
+// first directly from the upstream, then through a bare node:http pass-through proxy (the floor any extra
+// HTTP hop costs on this machine), then through the server (server/main.ts in production mode, as in the
+// gateway section), by the same client in this process. Per stream it records the time to the first
 // content chunk and the gap between content chunks as they arrive; the figures that count are what the
 // server adds over the direct run: stalled chunks (a gap over 200 ms), the inter-chunk p99 and the TTFT
 // p99. The client only counts chunks (it does not parse their JSON), so that it adds as little as it can.
@@ -121,13 +122,18 @@ async function run(options: BenchOptions) {
     const profileFile = path.join(dataDir, 'server.cpuprofile');
     const server = options.profile ? await startServer({ ...serverEnv, CPU_PROFILE_FILE: profileFile }, ['--import', './bench/cpu-profile-hook.ts']) : await startServer(serverEnv);
     procs.push(server);
+    const proxy = await startChild(['bench/passthrough-proxy.ts', upstream.url.replace(/\/v1$/, '')], {}, printsUrl);
+    procs.push(proxy);
     const direct = { url: `${upstream.url}/chat/completions`, headers: {} };
+    const bare = { url: `${proxy.url}${new URL(upstream.url).pathname}/chat/completions`, headers: {} };
     const through = { url: `${server.url}/v1/chat/completions`, headers: { authorization: `Bearer ${apiKey}` } };
     // Warm-up: connections, code paths, the JIT, on both sides.
     await round(direct.url, direct.headers, Math.min(64, STREAMS));
+    await round(bare.url, bare.headers, Math.min(64, STREAMS));
     await round(through.url, through.headers, Math.min(64, STREAMS));
     const loadBefore = loadavg()[0]!;
     const directFigures = await round(direct.url, direct.headers, STREAMS);
+    const proxyFigures = await round(bare.url, bare.headers, STREAMS);
     // With --profile, the server's CPU profile covers its measured round only (see bench/cpu-profile-hook.ts).
     if (options.profile) server.child.kill('SIGUSR2');
     const serverFigures = await round(through.url, through.headers, STREAMS);
@@ -144,14 +150,22 @@ async function run(options: BenchOptions) {
       gapP99Ms: serverFigures.gapP99 - directFigures.gapP99,
       ttftP99Ms: serverFigures.ttftP99 - directFigures.ttftP99,
     };
+    // What one extra hop adds with nothing in it: the floor of the server's figures on this machine.
+    const addedByProxy = {
+      stalled: proxyFigures.stalled - directFigures.stalled,
+      gapP99Ms: proxyFigures.gapP99 - directFigures.gapP99,
+      ttftP99Ms: proxyFigures.ttftP99 - directFigures.ttftP99,
+    };
     const json = {
       section: 'streams',
       at: new Date().toISOString(),
       machine: { cpus: cpus().length, cpu: cpus()[0]?.model, node: process.version, loadAverageBefore: loadBefore, loadAverageAfter: loadavg()[0] },
       setup: { streams: STREAMS, chunks: CHUNKS, chunkGapMs: CHUNK_GAP_MS, stallMs: STALL_MS },
       direct: directFigures,
+      bareProxy: proxyFigures,
       server: serverFigures,
       added,
+      addedByBareProxy: addedByProxy,
       serverRssMb: rss,
       ...(profile ? { profile } : {}),
       targets: {
@@ -162,13 +176,14 @@ async function run(options: BenchOptions) {
     };
     const row = (name: string, f: RoundFigures) => [name, f.streams, f.failed, f.chunks, f.stalled, ms(f.ttftP50), ms(f.ttftP99), ms(f.gapP50), ms(f.gapP99), ms(f.gapMax), (f.wallMs / 1000).toFixed(2)];
     const report = [
-      table(['streams', 'count', 'failed', 'chunks', 'stalled', 'ttft p50', 'ttft p99', 'gap p50', 'gap p99', 'gap max', 'wall s'], [row('direct', directFigures), row('server', serverFigures)]),
+      table(['streams', 'count', 'failed', 'chunks', 'stalled', 'ttft p50', 'ttft p99', 'gap p50', 'gap p99', 'gap max', 'wall s'], [row('direct', directFigures), row('bare proxy', proxyFigures), row('server', serverFigures)]),
       '',
       ...(serverFigures.failed || directFigures.failed ? [`failures by status: direct ${JSON.stringify(directFigures.failures)}, server ${JSON.stringify(serverFigures.failures)}`] : []),
       `server RSS ${rss.now} MB (peak ${rss.peak} MB); load average ${loadBefore.toFixed(1)} before, ${loadavg()[0]!.toFixed(1)} after, on ${cpus().length} cores`,
       `target 2: stalled chunks (gap > ${STALL_MS} ms) through the server: ${serverFigures.stalled} (direct ${directFigures.stalled}), ${json.targets.stalledChunks.met ? 'met' : 'NOT met'}`,
       `target 2: added inter-chunk p99 <= 2 ms: ${ms(added.gapP99Ms)} ms, ${json.targets.addedGapP99Ms.met ? 'met' : 'NOT met'}`,
       `target 2: added TTFT p99 <= 2 ms: ${ms(added.ttftP99Ms)} ms, ${json.targets.addedTtftP99Ms.met ? 'met' : 'NOT met'}`,
+      `a bare pass-through proxy adds: inter-chunk p99 ${ms(addedByProxy.gapP99Ms)} ms, TTFT p99 ${ms(addedByProxy.ttftP99Ms)} ms, ${addedByProxy.stalled} stalled chunks`,
     ];
     if (profile) {
       const share = (rows: { name: string; share: number; microsPerRequest: number }[]) => rows.map((entry) => [entry.name, `${(entry.share * 100).toFixed(1)}%`, entry.microsPerRequest.toFixed(2)]);
