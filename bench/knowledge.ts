@@ -93,6 +93,8 @@ async function open(): Promise<{ db: Db; knowledge: Knowledge; userId: string }>
   const jobs = createJobs({ db, logger, instanceId: 'bench' });
   await jobs.start();
   const knowledge = await createKnowledge({ db, models, usage, logger, clock: Date.now, config: config.knowledge, jobs });
+  // As the server does at start-up: the ingest job is registered before any document is added.
+  await knowledge.start();
   const { user } = await findOrCreateUser(db, 'bench@example.com');
   return { db, knowledge, userId: user.id };
 }
