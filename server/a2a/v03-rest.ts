@@ -8,7 +8,7 @@ import type { components } from '../../generated/openapi.gen.ts';
 import type { A2aMessage, A2aPart, A2aStreamResponse, A2aTask, A2aTaskState } from './projection.ts';
 import type { A2aPushConfig } from './push.ts';
 import type { A2aSendMessageRequest } from './tasks.ts';
-import { isFinalState, pushConfigIn, pushConfigOut } from './v03.ts';
+import { isFinalState, pushConfigIn, pushConfigOut, sendConfigurationIn } from './v03.ts';
 
 type Schemas = components['schemas'];
 type ProtoPart = Schemas['A2aV03ProtoPart'];
@@ -79,22 +79,9 @@ export function taskOut(task: A2aTask): ProtoTask {
   };
 }
 
-/** A 0.3 SendMessageRequest as 1.0's: `blocking: false` is `returnImmediately`, `pushNotification` the task's push config. */
+/** A 0.3 SendMessageRequest as 1.0's: `pushNotification` is the task's push config. */
 export function sendIn(request: ProtoSendRequest): A2aSendMessageRequest {
-  const configuration = request.configuration;
-  return {
-    message: messageIn(request.message),
-    ...(configuration
-      ? {
-          configuration: {
-            ...(configuration.blocking === false ? { returnImmediately: true } : {}),
-            ...(configuration.historyLength !== undefined ? { historyLength: configuration.historyLength } : {}),
-            ...(configuration.acceptedOutputModes ? { acceptedOutputModes: configuration.acceptedOutputModes } : {}),
-            ...(configuration.pushNotification ? { taskPushNotificationConfig: pushConfigIn('', configuration.pushNotification) } : {}),
-          },
-        }
-      : {}),
-  };
+  return { message: messageIn(request.message), ...sendConfigurationIn(request.configuration, request.configuration?.pushNotification) };
 }
 
 export function eventOut(event: A2aStreamResponse): ProtoStreamResponse {

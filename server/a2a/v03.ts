@@ -82,22 +82,25 @@ export function messageOut(message: A2aMessage): V03Message {
   };
 }
 
-/** A 0.3 `message/send` as 1.0's SendMessage: `blocking: false` is 1.0's `returnImmediately`. */
-export function sendParamsIn(params: V03SendParams): A2aSendMessageRequest {
-  const configuration = params.configuration;
+/** A 0.3 send configuration (either binding's) as 1.0's: `blocking: false` is 1.0's `returnImmediately`. */
+export function sendConfigurationIn(
+  configuration: { blocking?: boolean | undefined; historyLength?: number | undefined; acceptedOutputModes?: string[] | undefined } | undefined,
+  push: Parameters<typeof pushConfigIn>[1] | undefined,
+): Pick<A2aSendMessageRequest, 'configuration'> {
+  if (!configuration) return {};
   return {
-    message: messageIn(params.message),
-    ...(configuration
-      ? {
-          configuration: {
-            ...(configuration.blocking === false ? { returnImmediately: true } : {}),
-            ...(configuration.historyLength !== undefined ? { historyLength: configuration.historyLength } : {}),
-            ...(configuration.acceptedOutputModes ? { acceptedOutputModes: configuration.acceptedOutputModes } : {}),
-            ...(configuration.pushNotificationConfig ? { taskPushNotificationConfig: pushConfigIn('', configuration.pushNotificationConfig) } : {}),
-          },
-        }
-      : {}),
+    configuration: {
+      ...(configuration.blocking === false ? { returnImmediately: true } : {}),
+      ...(configuration.historyLength !== undefined ? { historyLength: configuration.historyLength } : {}),
+      ...(configuration.acceptedOutputModes ? { acceptedOutputModes: configuration.acceptedOutputModes } : {}),
+      ...(push ? { taskPushNotificationConfig: pushConfigIn('', push) } : {}),
+    },
   };
+}
+
+/** A 0.3 `message/send` as 1.0's SendMessage. */
+export function sendParamsIn(params: V03SendParams): A2aSendMessageRequest {
+  return { message: messageIn(params.message), ...sendConfigurationIn(params.configuration, params.configuration?.pushNotificationConfig) };
 }
 
 function statusOut(status: A2aTask['status']): V03Task['status'] {

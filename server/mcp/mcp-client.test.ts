@@ -48,6 +48,28 @@ describe.each(await availableEngines())('agents with MCP servers on %s', (engine
     return seen;
   };
 
+  const teamChatWith = (teamId: string) => async (body: ChatRequest) => {
+    const answer = await user.client.POST('/v1/teams/{teamId}/chat', { params: { path: { teamId } }, body });
+    expect(answer.response.status).toBe(200);
+    return answer.data!;
+  };
+  /** A team asked (by `prompt`) to increment the counter halts for approval; approved it runs once, denied never, on the same team run. */
+  const approveThenDeny = async (teamChat: ReturnType<typeof teamChatWith>, prompt: string) => {
+    for (const decision of ['approve', 'deny'] as const) {
+      const before = mcp.count();
+      const halted = await teamChat({ messages: [{ role: 'user', content: prompt }] });
+      expect(halted.status).toBe('requires_action');
+      const call = halted.required_action!.tool_calls[0]!;
+      expect(halted.required_action!.approvals).toEqual([{ tool_call_id: call.id, name: 'counter__increment', mcp: { server: 'counter', tool: 'increment' } }]);
+      expect(mcp.count()).toBe(before);
+      const done = await teamChat({ session_id: halted.session_id, messages: [], approvals: [{ tool_call_id: call.id, decision, ...(decision === 'deny' ? { reason: 'not now' } : {}) }] });
+      expect(done.status).toBe('completed');
+      expect(done.run_id).toBe(halted.run_id);
+      expect(mcp.count()).toBe(decision === 'approve' ? before + 1 : before);
+      expect(done.message?.content).toContain(decision === 'approve' ? `count is ${before + 1}` : 'not now');
+    }
+  };
+
   it('stores MCP headers sealed and answers them masked', async () => {
     const agent = await createAgent({
       mcp_servers: [{ name: 'counter', url: `${mcp.url}/counter`, headers: { Authorization: 'Bearer s3cret-token' } }],
@@ -274,24 +296,8 @@ describe.each(await availableEngines())('agents with MCP servers on %s', (engine
     const other = await server.signUp();
     expect((await other.client.GET('/v1/teams/{teamId}', { params: { path: { teamId: team.id } } })).response.status).toBe(404);
 
-    const teamChat = async (body: ChatRequest) => {
-      const answer = await user.client.POST('/v1/teams/{teamId}/chat', { params: { path: { teamId: team.id } }, body });
-      expect(answer.response.status).toBe(200);
-      return answer.data!;
-    };
-    for (const decision of ['approve', 'deny'] as const) {
-      const before = mcp.count();
-      const halted = await teamChat({ messages: [{ role: 'user', content: 'counter__increment now' }] });
-      expect(halted.status).toBe('requires_action');
-      const call = halted.required_action!.tool_calls[0]!;
-      expect(halted.required_action!.approvals).toEqual([{ tool_call_id: call.id, name: 'counter__increment', mcp: { server: 'counter', tool: 'increment' } }]);
-      expect(mcp.count()).toBe(before);
-      const done = await teamChat({ session_id: halted.session_id, messages: [], approvals: [{ tool_call_id: call.id, decision, ...(decision === 'deny' ? { reason: 'not now' } : {}) }] });
-      expect(done.status).toBe('completed');
-      expect(done.run_id).toBe(halted.run_id);
-      expect(mcp.count()).toBe(decision === 'approve' ? before + 1 : before);
-      expect(done.message?.content).toContain(decision === 'approve' ? `count is ${before + 1}` : 'not now');
-    }
+    const teamChat = teamChatWith(team.id);
+    await approveThenDeny(teamChat, 'counter__increment now');
     expect(mcp.authorizations).toContain('Bearer team-s3cret');
 
     // Sending the mask back keeps the secret; an empty list removes the servers.
@@ -315,25 +321,7 @@ describe.each(await availableEngines())('agents with MCP servers on %s', (engine
   it("keeps a member's own MCP servers in a team, under the member's approvals, answered on the team's run", async () => {
     const member = await createAgent({ name: 'Keeper', mcp_servers: [{ name: 'counter', url: `${mcp.url}/counter` }] });
     const team = (await user.client.POST('/v1/teams', { body: { name: 'Keepers', leader_model: 'local', members: [{ agent_id: member.id }] } })).data!;
-    const teamChat = async (body: ChatRequest) => {
-      const answer = await user.client.POST('/v1/teams/{teamId}/chat', { params: { path: { teamId: team.id } }, body });
-      expect(answer.response.status).toBe(200);
-      return answer.data!;
-    };
-    for (const decision of ['approve', 'deny'] as const) {
-      const before = mcp.count();
-      const halted = await teamChat({ messages: [{ role: 'user', content: 'ask_keeper {"task": "counter__increment now"}' }] });
-      expect(halted.status).toBe('requires_action');
-      const call = halted.required_action!.tool_calls[0]!;
-      expect(call.function.name).toBe('counter__increment');
-      expect(halted.required_action!.approvals).toEqual([{ tool_call_id: call.id, name: 'counter__increment', mcp: { server: 'counter', tool: 'increment' } }]);
-      expect(mcp.count()).toBe(before);
-      const done = await teamChat({ session_id: halted.session_id, messages: [], approvals: [{ tool_call_id: call.id, decision, ...(decision === 'deny' ? { reason: 'not now' } : {}) }] });
-      expect(done.status).toBe('completed');
-      expect(done.run_id).toBe(halted.run_id);
-      expect(mcp.count()).toBe(decision === 'approve' ? before + 1 : before);
-      expect(done.message?.content).toContain(decision === 'approve' ? `count is ${before + 1}` : 'not now');
-    }
+    await approveThenDeny(teamChatWith(team.id), 'ask_keeper {"task": "counter__increment now"}');
   });
 
   it('takes MCP servers on a chat request too', async () => {
