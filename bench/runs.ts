@@ -10,8 +10,7 @@ import { readFileSync, mkdtempSync, rmSync } from 'node:fs';
 import { Agent, request } from 'node:http';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import pg from 'pg';
-import { postgresReachable } from '../server/testing/database.ts';
+import { postgresReachable, withScratchDatabase } from '../server/testing/database.ts';
 import { unlimitedPlanEnv } from '../server/testing/plans.ts';
 import { runScript, startServerProcess } from '../test/e2e/server-process.ts';
 import { summariseProfile, table, type CpuProfile } from './gateway.ts';
@@ -230,18 +229,7 @@ async function run(options: BenchOptions): Promise<BenchResult> {
   const engines: Awaited<ReturnType<typeof engineRounds>>[] = [];
   if (!only || only.includes('pglite')) engines.push(await engineRounds('pglite', {}, options.profile));
   if ((!only || only.includes('postgres')) && (await postgresReachable(postgresUrl))) {
-    const database = `oaa_bench_runs_${process.pid}`;
-    const admin = new pg.Client({ connectionString: postgresUrl });
-    await admin.connect();
-    await admin.query(`CREATE DATABASE ${database}`);
-    try {
-      const url = new URL(postgresUrl);
-      url.pathname = `/${database}`;
-      engines.push(await engineRounds('postgres', { DATABASE_URL: url.href }, options.profile));
-    } finally {
-      await admin.query(`DROP DATABASE ${database} WITH (FORCE)`);
-      await admin.end();
-    }
+    engines.push(await withScratchDatabase(postgresUrl, `oaa_bench_runs_${process.pid}`, (url) => engineRounds('postgres', { DATABASE_URL: url }, options.profile)));
   }
   const header = ['engine', 'streams', 'completed', 'streaming at once', 'first delta p50 / p99 ms', 'events', 'seconds', 'events/s', 'gap p50 ms', 'gap p99 ms', 'added p99 ms', 'RSS base MB', 'RSS peak MB', 'KB per stream'];
   const lines = engines.flatMap((e) =>

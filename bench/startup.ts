@@ -10,8 +10,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import pg from 'pg';
-import { postgresReachable } from '../server/testing/database.ts';
+import { postgresReachable, withScratchDatabase } from '../server/testing/database.ts';
 import { freePort, spawnNode, untilHealthy } from '../server/testing/processes.ts';
 import { rssMb, table } from './gateway.ts';
 import type { BenchOptions, BenchSection } from './section.ts';
@@ -138,18 +137,8 @@ async function run(_options: BenchOptions) {
   try {
     const engines = [await engineFigures('pglite', { NODE_ENV: 'production', DATA_DIR: path.join(workDir, 'data') }, workDir)];
     if (await postgresReachable(postgresUrl)) {
-      const database = `oaa_bench_${process.pid}`;
-      const admin = new pg.Client({ connectionString: postgresUrl });
-      await admin.connect();
-      await admin.query(`CREATE DATABASE ${database}`);
-      try {
-        const url = new URL(postgresUrl);
-        url.pathname = `/${database}`;
-        engines.push(await engineFigures('postgres', { NODE_ENV: 'production', DATA_DIR: path.join(workDir, 'pgdata'), DATABASE_URL: url.href }, workDir));
-      } finally {
-        await admin.query(`DROP DATABASE ${database} WITH (FORCE)`);
-        await admin.end();
-      }
+      const env = { NODE_ENV: 'production', DATA_DIR: path.join(workDir, 'pgdata') };
+      engines.push(await withScratchDatabase(postgresUrl, `oaa_bench_${process.pid}`, (url) => engineFigures('postgres', { ...env, DATABASE_URL: url }, workDir)));
     }
     const loadAfter = loadavg()[0]!;
     const f = (value: number) => value.toFixed(0);

@@ -16,7 +16,7 @@ import { isTerminal, zeroUsage, type RunEvent, type Speaker } from './events.ts'
 import type { MemberUsage, OpenRun, RunEnding, RunLifecycle } from './lifecycle.ts';
 import { runLoop, type LoopIO, type LoopOutcome, type LoopSpec, type LoopState, type ModelSettings } from './loop.ts';
 import { AsyncQueue } from './queue.ts';
-import { checkApprovals, checkNewMessages, checkTranscript, clientCalls, mergeClientTools } from './rules.ts';
+import { approvalCalls, checkApprovals, checkNewMessages, checkTranscript, clientCalls, mergeClientTools } from './rules.ts';
 import type { ApprovalAnswer } from './loop.ts';
 import { turnMcpServers, type McpServerConfig } from '../mcp/config.ts';
 import { remoteTools, type RemoteToolsDeps } from '../mcp/remote.ts';
@@ -219,9 +219,7 @@ function endingOf(executed: TurnOutcome, sources: LoopState['sources']): RunEndi
 
 /** What a run halted for approvals keeps: the calls to execute once they are answered. */
 function approvalState(calls: ToolCall[], approvals: { tool_call_id: string }[] | undefined): { approval_calls: ToolCall[] } | undefined {
-  if (!approvals?.length) return undefined;
-  const ids = new Set(approvals.map((request) => request.tool_call_id));
-  return { approval_calls: calls.filter((call) => ids.has(call.id)) };
+  return approvals?.length ? { approval_calls: approvalCalls(calls, approvals) } : undefined;
 }
 
 function approvalCallsOf(state: unknown): ToolCall[] {

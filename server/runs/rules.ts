@@ -105,6 +105,12 @@ export function checkApprovals(answers: ApprovalAnswer[], pending: ApprovalReque
   }
 }
 
+/** The calls waiting for approval: server-side calls to execute (or refuse) once they are answered. */
+export function approvalCalls(calls: ToolCall[], approvals: readonly { tool_call_id: string }[] | undefined): ToolCall[] {
+  const asked = new Set((approvals ?? []).map((request) => request.tool_call_id));
+  return calls.filter((call) => asked.has(call.id));
+}
+
 /** The pending calls clients answer with tool messages: those not waiting for approval. */
 export function clientCalls(calls: ToolCall[] | undefined, approvals: ApprovalRequest[] | undefined): ToolCall[] | undefined {
   if (!calls) return undefined;

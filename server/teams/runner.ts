@@ -17,7 +17,7 @@ import { turnMcpServers } from '../mcp/config.ts';
 import { remoteTools, type RemoteToolsDeps } from '../mcp/remote.ts';
 import { HaltForClient, runLoop, type ApprovalRequest, type LoopOutcome, type LoopSpec, type LoopState, type LoopTool } from '../runs/loop.ts';
 import type { RunStore } from '../runs/store.ts';
-import { mergeClientTools } from '../runs/rules.ts';
+import { approvalCalls, mergeClientTools } from '../runs/rules.ts';
 import type { ServerToolsFor } from '../runs/tools.ts';
 import { orchestratorName, type Team, type TeamStore } from './teams.ts';
 
@@ -288,8 +288,7 @@ export function createTeamRunner(deps: TeamRunnerDeps) {
       account();
       if (outcome.kind === 'requires_action') {
         // Calls waiting for approval run (or are refused) first when the member goes on, as an agent's do.
-        const asked = new Set((outcome.approvals ?? []).map((approval) => approval.tool_call_id));
-        const memberState: MemberRunState = { history, pending: outcome.toolCalls.filter((call) => asked.has(call.id)) };
+        const memberState: MemberRunState = { history, pending: approvalCalls(outcome.toolCalls, outcome.approvals) };
         await lifecycle.end(child, { status: 'requires_action', toolCalls: outcome.toolCalls, ...(outcome.approvals ? { approvals: outcome.approvals } : {}), state: memberState }, state.usage);
         throw new MemberHalt(outcome.toolCalls, member.speaker, memberRunId, outcome.approvals);
       }
@@ -376,8 +375,7 @@ export function createTeamRunner(deps: TeamRunnerDeps) {
       const outcome = await runLoop(spec, context.history, context.io, context.state, waiting);
       if (outcome.kind === 'requires_action') {
         // Calls waiting for approval run (or are refused) first when the answers come, as an agent's do.
-        const asked = new Set((outcome.approvals ?? []).map((approval) => approval.tool_call_id));
-        const pending = outcome.pending ?? outcome.toolCalls.filter((call) => asked.has(call.id));
+        const pending = outcome.pending ?? approvalCalls(outcome.toolCalls, outcome.approvals);
         return finish(outcome, plan.leaderSpeaker, { ...(halted ? { member: halted } : {}), pending });
       }
       return finish(outcome, plan.leaderSpeaker);

@@ -29,6 +29,24 @@ export async function postgresReachable(url = postgresUrl): Promise<boolean> {
   }
 }
 
+/**
+ * Runs `work` with the URL of an empty database made for it on the server `url` names, dropped afterwards
+ * (the benchmarks' PostgreSQL rounds, which start servers that migrate it themselves).
+ */
+export async function withScratchDatabase<T>(url: string, name: string, work: (databaseUrl: string) => Promise<T>): Promise<T> {
+  const admin = new pg.Client({ connectionString: url });
+  await admin.connect();
+  await admin.query(`CREATE DATABASE ${name}`);
+  try {
+    const scratch = new URL(url);
+    scratch.pathname = `/${name}`;
+    return await work(scratch.href);
+  } finally {
+    await admin.query(`DROP DATABASE ${name} WITH (FORCE)`);
+    await admin.end();
+  }
+}
+
 let testPostgresReachable: Promise<boolean> | undefined;
 
 /** The engines to test on: PGlite always; PostgreSQL when it answers, and always on CI, where it must. */
