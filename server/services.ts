@@ -185,7 +185,7 @@ export async function createServices(config: Config, overrides: ServiceOverrides
     search: async (userId, { collections, ...request }, call) =>
       (await knowledge.search(userId, { ...request, collections: collections?.length ? collections : undefined }, call)).results,
   };
-  const runLifecycle = createRunLifecycle({ db, runs, sink: new EventSink(runs, logger), clock, logger, metrics, owner: instanceId });
+  const runLifecycle = createRunLifecycle({ runs, sink: new EventSink(runs, logger), clock, logger, metrics, owner: instanceId });
   const serverTools = createServerTools({ clock, knowledge: knowledgeSearcher });
   const remoteTools = { fetch: outbound.fetch, logger, listTimeoutMs: config.mcpTimeoutSeconds * 1000, callTimeoutMs: config.mcpTimeoutSeconds * 1000 };
   const engine = createRunEngine({

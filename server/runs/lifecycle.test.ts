@@ -84,7 +84,7 @@ describe.each(await availableEngines())('the run lifecycle on %s', (engine) => {
 
     const lifecycleFor = (owner: string) => {
       const runs = createRunStore(database.db);
-      return { runs, lifecycle: createRunLifecycle({ db: database.db, runs, sink: new EventSink(runs, silent), clock: Date.now, logger: silent, owner }) };
+      return { runs, lifecycle: createRunLifecycle({ runs, sink: new EventSink(runs, silent), clock: Date.now, logger: silent, owner }) };
     };
 
     const openRun = async (owner: string) => {
@@ -113,10 +113,12 @@ describe.each(await availableEngines())('the run lifecycle on %s', (engine) => {
 
     it('stores the other runs’ events when one run’s cannot be stored, and keeps the failing run’s numbering gapless', async () => {
       const healthy = await openRun('inst_c');
+      const taken = await openRun('inst_e');
       const runs = createRunStore(database.db);
       const sink = new EventSink(runs, silent);
-      // A run the store does not know: its events break the batch they are written in.
-      const bad = new RunRecorder(sink, 'run_01JD3V7R2N8Q4X6Y0Z1A2B3C4D', 0, Date.now);
+      // A second recorder of a run whose events 1 and 2 are stored (as when two servers each think they
+      // hold it): its next number is taken, which breaks the batch it is written in.
+      const bad = new RunRecorder(sink, taken.row.id, 0, Date.now);
       const goodOnSink = new RunRecorder(sink, healthy.row.id, 2, Date.now);
       const heard: RunEvent[] = [];
       goodOnSink.subscribe((event) => heard.push(event));

@@ -1,21 +1,19 @@
 // The one owner of a run's life. Every run is opened here (new, resumed after tool results, or a team
 // member's) and ended here (completed, waiting for the client, cancelled, failed): this is the only code
 // that builds terminal events, stores a run's final state, and applies the rules for top-level runs
-// (session status, metrics). Ending is one transaction: the final state and the terminal event are stored
+// (session status, metrics). Ending is one statement: the final state and the terminal event are stored
 // together, conditionally, and the terminal event is published only after, so a client that reads it
 // finds the run finished, and of two servers ending one run exactly one does.
 import type { Logger } from 'pino';
 import { ApiError } from '../errors.ts';
 import type { AssistantMessage, ToolCall } from '../models/types.ts';
 import type { RunMetrics } from '../metrics/metrics.ts';
-import { createSessionStore } from '../sessions/store.ts';
-import type { Db } from '../store/db.ts';
 import type { KnowledgeSource } from '../tools/registry.ts';
 import type { ApprovalRequest } from './loop.ts';
 import { AsyncQueue } from './queue.ts';
 import { isTerminal, zeroUsage, type RunEvent, type RunEventBody, type Speaker, type TokenUsage } from './events.ts';
 import { RunRecorder, type EventSink } from './recorder.ts';
-import { createRunStore, type RequiredAction, type RunErrorInfo, type RunRow, type RunStatus, type RunStore } from './store.ts';
+import { type RequiredAction, type RunErrorInfo, type RunRow, type RunStatus, type RunStore } from './store.ts';
 
 export type MemberUsage = { agent_id: string | null; name: string; role: string | null; run_id: string; usage: TokenUsage };
 
@@ -72,7 +70,6 @@ export interface OpenRun {
 const OPEN: readonly RunStatus[] = ['queued', 'in_progress'];
 
 export interface LifecycleDeps {
-  db: Db;
   runs: RunStore;
   sink: EventSink;
   clock: () => number;
@@ -146,7 +143,7 @@ export function createRunLifecycle(deps: LifecycleDeps) {
   }
 
   /**
-   * Stores a run's end and its terminal event in one transaction, if the run is still in one of `from`.
+   * Stores a run's end and its terminal event in one statement, if the run is still in one of `from`.
    * Answers the ended run and its terminal event, or undefined when someone else ended it first.
    */
   async function close(
@@ -169,25 +166,12 @@ export function createRunLifecycle(deps: LifecycleDeps) {
         }
       : null;
     const topLevel = row.parent_run_id === null;
-    const closed = await deps.db.transaction(async (tx) => {
-      const runs = createRunStore(tx);
-      const ended = await runs.close(
-        row.id,
-        {
-          status,
-          usage,
-          error: ending.status === 'failed' ? ending.error : null,
-          requiredAction,
-          state: waiting ? ending.state : undefined,
-        },
-        options.from,
-        options.owner,
-      );
-      if (!ended) return undefined;
-      await runs.appendEvents([event]);
-      if (topLevel) await createSessionStore(tx).setStatus(row.session_id, status === 'requires_action' ? 'requires_action' : 'idle');
-      return { ...ended, last_sequence_number: event.sequence_number };
-    });
+    const closed = await deps.runs.close(
+      row.id,
+      { status, usage, error: ending.status === 'failed' ? ending.error : null, requiredAction, state: waiting ? ending.state : undefined },
+      options.from,
+      { owner: options.owner, event, sessionStatus: topLevel ? (status === 'requires_action' ? 'requires_action' : 'idle') : null },
+    );
     if (!closed) return undefined;
     recorder.published(event);
     if (topLevel) deps.metrics?.runFinished(status);

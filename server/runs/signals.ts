@@ -1,8 +1,9 @@
 // What servers tell each other about runs, over the database's own LISTEN/NOTIFY: no Redis needed, and
 // no message can outrun the data it is about, because PostgreSQL delivers a notification only when the
 // transaction that sent it commits. Two channels:
-// - `oaa_run_events`, payload `<runId> <last sequence number>`: events of a run were stored (sent by the
-//   statement that stores them, so by every server and by the lifecycle's final transaction alike);
+// - `oaa_run_events`, payload `<runId> <last sequence number>[,<runId> <last sequence number>…]`: events
+//   of these runs were stored (sent by the statement that stores them, so by every server and by the
+//   lifecycle's final transaction alike);
 // - `oaa_run_cancel`, payload `<runId>`: a cancel arrived at a server that does not execute the run.
 // A notification only says "look at the store": the store stays the one log, so a missed notification
 // (the listening connection dropped and came back) costs a look, never an event.
@@ -34,12 +35,13 @@ export function createRunSignals(db: Db, logger: Logger): RunSignals {
   }
 
   function stored(payload: string): void {
-    const space = payload.indexOf(' ');
-    const runId = space < 0 ? payload : payload.slice(0, space);
-    const sequence = space < 0 ? undefined : Number(payload.slice(space + 1));
-    const set = watchers.get(runId);
-    if (!set) return;
-    for (const wake of set) wake(Number.isFinite(sequence) ? sequence : undefined);
+    for (const said of payload.split(',')) {
+      const space = said.indexOf(' ');
+      const set = watchers.get(space < 0 ? said : said.slice(0, space));
+      if (!set) continue;
+      const sequence = space < 0 ? undefined : Number(said.slice(space + 1));
+      for (const wake of set) wake(Number.isFinite(sequence) ? sequence : undefined);
+    }
   }
 
   function cancelled(runId: string): void {

@@ -4,6 +4,7 @@ import { notFound } from '../errors.ts';
 import { one, type Queryable } from '../store/db.ts';
 import { newId } from '../store/ids.ts';
 import { cursorOf, limitOf, toPage, type Page, type PageRequest } from '../store/pagination.ts';
+import type { SessionStatus } from '../sessions/store.ts';
 import type { RunEvent, TokenUsage } from './events.ts';
 import { storableJson } from '../store/json.ts';
 import { RUN_CANCEL_CHANNEL, RUN_EVENTS_CHANNEL } from './signals.ts';
@@ -33,9 +34,12 @@ export interface RunRow {
   completed_at: Date | null;
 }
 
-const COLUMNS =
-  'id, user_id, session_id, agent_id, team_id, parent_run_id, status, model, usage, error, required_action, state, created_at, updated_at, completed_at, ' +
-  '(SELECT coalesce(max(e.sequence_number), 0) FROM run_events e WHERE e.run_id = runs.id) AS last_sequence_number';
+/** Runs named by one notification of stored events: about 40 bytes each, under PostgreSQL's 8,000-byte payload. */
+const NOTIFIED_RUNS = 150;
+
+const ENDED_COLUMNS =
+  'id, user_id, session_id, agent_id, team_id, parent_run_id, status, model, usage, error, required_action, state, created_at, updated_at, completed_at';
+const COLUMNS = `${ENDED_COLUMNS}, (SELECT coalesce(max(e.sequence_number), 0) FROM run_events e WHERE e.run_id = runs.id) AS last_sequence_number`;
 
 export function toRun(row: RunRow): Run {
   return {
@@ -113,16 +117,32 @@ export function createRunStore(db: Queryable) {
 
     /**
      * Ends a run that is in one of `from` (and, given `owner`, still held by that server): its final
-     * state, conditionally, so that of two servers ending one run only one does. Answers the ended run,
-     * or undefined when it had already ended or moved on.
+     * state, conditionally, so that of two servers ending one run only one does; and, only if it ended,
+     * its terminal event and its session's new status (`sessionStatus`, for a top-level run). One
+     * statement, so all of it or none is stored. Answers the ended run, or undefined when it had already
+     * ended or moved on.
      */
-    async close(runId: string, update: RunUpdate, from: readonly RunStatus[], owner?: string): Promise<RunRow | undefined> {
-      return one<RunRow>(
+    async close(
+      runId: string,
+      update: RunUpdate,
+      from: readonly RunStatus[],
+      ending: { owner?: string | undefined; event: RunEvent; sessionStatus: SessionStatus | null },
+    ): Promise<RunRow | undefined> {
+      const row = await one<RunRow>(
         db,
-        `UPDATE runs SET status = $2, usage = $3, error = $4, required_action = $5, state = $7, updated_at = now(),
-                completed_at = CASE WHEN $6 THEN now() ELSE NULL END
-         WHERE id = $1 AND status IN (SELECT jsonb_array_elements_text($8::jsonb)) AND ($9::text IS NULL OR owner = $9)
-         RETURNING ${COLUMNS}`,
+        `WITH ended AS (
+           UPDATE runs SET status = $2, usage = $3, error = $4, required_action = $5, state = $7, updated_at = now(),
+                  completed_at = CASE WHEN $6 THEN now() ELSE NULL END
+           WHERE id = $1 AND status IN (SELECT jsonb_array_elements_text($8::jsonb)) AND ($9::text IS NULL OR owner = $9)
+           RETURNING ${ENDED_COLUMNS}),
+         stored AS (
+           INSERT INTO run_events (run_id, sequence_number, type, payload)
+           SELECT id, ($10::jsonb->>'sequence_number')::int, $10::jsonb->>'type', $10::jsonb FROM ended
+           RETURNING run_id, sequence_number),
+         session AS (
+           UPDATE sessions SET status = $11, updated_at = now() WHERE $11::text IS NOT NULL AND id = (SELECT session_id FROM ended)),
+         told AS (SELECT pg_notify('${RUN_EVENTS_CHANNEL}', run_id || ' ' || sequence_number) FROM stored)
+         SELECT ended.*, (SELECT count(*) FROM told) AS told FROM ended`,
         [
           runId,
           update.status,
@@ -132,14 +152,20 @@ export function createRunStore(db: Queryable) {
           FINISHED.includes(update.status),
           update.state === undefined ? null : storableJson(update.state),
           JSON.stringify(from),
-          owner ?? null,
+          ending.owner ?? null,
+          storableJson(ending.event),
+          ending.sessionStatus,
         ],
       );
+      if (!row) return undefined;
+      const { told: _told, ...ended } = row as RunRow & { told: number };
+      return { ...ended, last_sequence_number: ending.event.sequence_number };
     },
 
     /**
      * Stores events of any runs in one statement, which also tells every server that listens which runs
-     * have new events (delivered when the statement, or the transaction it is part of, commits).
+     * have new events (delivered when the statement, or the transaction it is part of, commits): one
+     * notification per NOTIFIED_RUNS runs, not one per run, each `<runId> <last sequence>,…`.
      */
     async appendEvents(events: RunEvent[]): Promise<void> {
       if (events.length === 0) return;
@@ -147,8 +173,9 @@ export function createRunStore(db: Queryable) {
         `WITH stored AS (
            INSERT INTO run_events (run_id, sequence_number, type, payload)
            SELECT e.value->>'run_id', (e.value->>'sequence_number')::int, e.value->>'type', e.value FROM jsonb_array_elements($1::jsonb) AS e
-           RETURNING run_id, sequence_number)
-         SELECT pg_notify('${RUN_EVENTS_CHANNEL}', run_id || ' ' || max(sequence_number)) FROM stored GROUP BY run_id`,
+           RETURNING run_id, sequence_number),
+         last AS (SELECT run_id || ' ' || max(sequence_number) AS said, row_number() OVER () AS n FROM stored GROUP BY run_id)
+         SELECT pg_notify('${RUN_EVENTS_CHANNEL}', string_agg(said, ',')) FROM last GROUP BY n / ${NOTIFIED_RUNS}`,
         [storableJson(events)],
       );
     },

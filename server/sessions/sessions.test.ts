@@ -67,6 +67,25 @@ describe.each(await availableEngines())("a session's runs on %s", (engine) => {
     expect(listed.data!.data[0]).toMatchObject({ team_id: team.id, agent_id: null });
   });
 
+  it("deletes its runs' stored events with it, and an agent's with the agent", async () => {
+    const eventsOf = async (runIds: string[]) =>
+      (await server.services.db.query<{ n: number }>('SELECT count(*)::int AS n FROM run_events WHERE run_id = ANY($1::text[])', [runIds]))[0]!.n;
+    const agent = (await user.client.POST('/v1/agents', { body: { name: 'Forgettable' } })).data!;
+    const first = await user.client.agents.chat(agent.id, { messages: [{ role: 'user', content: 'hello' }], stream: false });
+    const second = await user.client.agents.chat(agent.id, { session_id: first.session_id, messages: [{ role: 'user', content: 'again' }], stream: false });
+    const other = await user.client.agents.chat(agent.id, { messages: [{ role: 'user', content: 'elsewhere' }], stream: false });
+    expect(await eventsOf([first.run_id, second.run_id])).toBeGreaterThan(4);
+    expect(await eventsOf([other.run_id])).toBeGreaterThan(2);
+
+    const deleted = await user.client.DELETE('/v1/sessions/{sessionId}', { params: { path: { sessionId: first.session_id } } });
+    expect(deleted.response.status).toBe(204);
+    expect(await eventsOf([first.run_id, second.run_id])).toBe(0);
+    expect(await eventsOf([other.run_id])).toBeGreaterThan(2);
+
+    expect((await user.client.DELETE('/v1/agents/{agentId}', { params: { path: { agentId: agent.id } } })).response.status).toBe(204);
+    expect(await eventsOf([other.run_id])).toBe(0);
+  });
+
   it("answers 404 for another user's session and for one that does not exist", async () => {
     const agent = (await user.client.POST('/v1/agents', { body: { name: 'Mine' } })).data!;
     const turn = await user.client.agents.chat(agent.id, { messages: [{ role: 'user', content: 'hello' }], stream: false });

@@ -4,6 +4,7 @@ import path from 'node:path';
 import { PGlite, types } from '@electric-sql/pglite';
 import { vector } from '@electric-sql/pglite-pgvector';
 import type { Db, Queryable, SqlValue } from './db.ts';
+import { preparedQueries, type PreparedQueries } from './pglite-statements.ts';
 
 export interface PgliteOptions {
   /** A directory for the data; omitted, the database lives in memory (tests). */
@@ -17,11 +18,10 @@ const parsers = {
   [types.NUMERIC]: (value: string) => Number(value),
 };
 
-function wrap(pg: Pick<PGlite, 'query' | 'exec'>): Queryable {
+function wrap(pg: Pick<PGlite, 'query' | 'exec'>, prepared: PreparedQueries, inTransaction: boolean): Queryable {
   return {
-    async query<T>(sql: string, params: readonly SqlValue[] = []) {
-      const result = await pg.query<T>(sql, params as unknown[]);
-      return result.rows;
+    query<T>(sql: string, params: readonly SqlValue[] = []) {
+      return prepared.query<T>(sql, params, pg, inTransaction);
     },
     async exec(sql) {
       await pg.exec(sql);
@@ -112,7 +112,8 @@ export async function openPglite(options: PgliteOptions = {}): Promise<PgliteDb>
     unlock();
     throw error;
   }
-  const queryable = wrap(pg);
+  const prepared = preparedQueries(pg);
+  const queryable = wrap(pg, prepared, false);
   // One session: an advisory lock would be re-entrant, so a JavaScript queue stands in for it.
   let lockChain: Promise<unknown> = Promise.resolve();
   const db: PgliteDb = {
@@ -120,7 +121,7 @@ export async function openPglite(options: PgliteOptions = {}): Promise<PgliteDb>
     hasVector: true,
     ...queryable,
     async transaction(fn) {
-      return pg.transaction((tx) => fn(wrap(tx)));
+      return pg.transaction((tx) => fn(wrap(tx, prepared, true)));
     },
     withAdvisoryLock(_key, fn) {
       const run = lockChain.then(() => fn(db));
