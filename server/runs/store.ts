@@ -138,11 +138,10 @@ export function createRunStore(db: Queryable) {
          stored AS (
            INSERT INTO run_events (run_id, sequence_number, type, payload)
            SELECT id, ($10::jsonb->>'sequence_number')::int, $10::jsonb->>'type', $10::jsonb FROM ended
-           RETURNING run_id, sequence_number),
+           RETURNING pg_notify('${RUN_EVENTS_CHANNEL}', run_id || ' ' || sequence_number)),
          session AS (
-           UPDATE sessions SET status = $11, updated_at = now() WHERE $11::text IS NOT NULL AND id = (SELECT session_id FROM ended)),
-         told AS (SELECT pg_notify('${RUN_EVENTS_CHANNEL}', run_id || ' ' || sequence_number) FROM stored)
-         SELECT ended.*, (SELECT count(*) FROM told) AS told FROM ended`,
+           UPDATE sessions SET status = $11, updated_at = now() WHERE $11::text IS NOT NULL AND id = (SELECT session_id FROM ended))
+         SELECT * FROM ended`,
         [
           runId,
           update.status,
@@ -157,9 +156,7 @@ export function createRunStore(db: Queryable) {
           ending.sessionStatus,
         ],
       );
-      if (!row) return undefined;
-      const { told: _told, ...ended } = row as RunRow & { told: number };
-      return { ...ended, last_sequence_number: ending.event.sequence_number };
+      return row && { ...row, last_sequence_number: ending.event.sequence_number };
     },
 
     /**
