@@ -37,6 +37,10 @@ export function requestLog(app: Express, logger: Logger): RequestHandler {
     },
   });
 
+  // The lines below hold only the request's id, method and path, its status and time, so they skip the
+  // redaction the logger applies to everything else (it looks into every field of every line); a failed
+  // request's line carries its error and goes through it.
+  const unredacted = logger.child({}, { redact: [] });
   return (req, res, next) => {
     const start = Date.now();
     const bindings = bindingsOf(req);
@@ -51,7 +55,7 @@ export function requestLog(app: Express, logger: Logger): RequestHandler {
         return;
       }
       const message = !req.readableAborted && res.writableEnded ? 'request completed' : 'request aborted';
-      logger.info({ req: bindings, res: { status: res.statusCode }, responseTime }, message);
+      unredacted.info({ req: bindings, res: { status: res.statusCode }, responseTime }, message);
     };
     // 'close' follows 'finish', and also comes when the client leaves first. Listening for 'error' keeps
     // a late write on a finished response from becoming an uncaught exception.

@@ -1,5 +1,5 @@
-// Usage metering of the model endpoints on both engines: one record per call with the tokens the model
-// reported, per user, API key and model; and no credential, ours or the upstream's, in a log or a response.
+// Usage metering of the model endpoints on both engines: every call counted with the tokens the model
+// reported, per user, API key, model and kind; and no credential, ours or the upstream's, in a log or a response.
 import { Writable } from 'node:stream';
 import OpenAI, { APIError } from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -15,6 +15,7 @@ interface UsageRow {
   api_key_id: string | null;
   model: string;
   kind: string;
+  requests: number;
   prompt_tokens: number;
   completion_tokens: number;
   total_tokens: number;
@@ -42,11 +43,14 @@ describe.each(await availableEngines())('usage metering on %s', (engine) => {
     catalog?.remove();
   });
 
-  // Usage is stored just after the answer goes out; flushing waits for what is on its way.
+  // Usage is stored just after the answer goes out; flushing waits for what is on its way. Calls that
+  // reach one write share a row, so the rows are summed per API key, model and kind here.
   const rowsOf = async (userId: string) => {
     await server.services.usage.flush();
     return server.services.db.query<UsageRow>(
-      'SELECT user_id, api_key_id, model, kind, prompt_tokens, completion_tokens, total_tokens FROM usage_records WHERE user_id = $1 ORDER BY id',
+      `SELECT user_id, api_key_id, model, kind, sum(requests)::int AS requests, sum(prompt_tokens)::int AS prompt_tokens,
+              sum(completion_tokens)::int AS completion_tokens, sum(total_tokens)::int AS total_tokens
+       FROM usage_records WHERE user_id = $1 GROUP BY user_id, api_key_id, model, kind ORDER BY min(id)`,
       [userId],
     );
   };
@@ -71,14 +75,14 @@ describe.each(await availableEngines())('usage metering on %s', (engine) => {
     const viaSession = await aliceSession.chat.completions.create({ model: 'remote', messages: [{ role: 'user', content: 'by session' }] });
 
     expect(await rowsOf(alice.userId)).toEqual([
-      { user_id: alice.userId, api_key_id: firstKey!.id, model: 'local', kind: 'chat', prompt_tokens: chat.usage!.prompt_tokens, completion_tokens: 4, total_tokens: chat.usage!.total_tokens },
-      { user_id: alice.userId, api_key_id: firstKey!.id, model: 'local', kind: 'chat', prompt_tokens: 4, completion_tokens: 3, total_tokens: 7 },
-      { user_id: alice.userId, api_key_id: aliceSecondKey.id, model: 'local-embedding', kind: 'embedding', prompt_tokens: embedding.usage.prompt_tokens, completion_tokens: 0, total_tokens: embedding.usage.prompt_tokens },
-      { user_id: alice.userId, api_key_id: null, model: 'remote', kind: 'chat', prompt_tokens: viaSession.usage!.prompt_tokens, completion_tokens: viaSession.usage!.completion_tokens, total_tokens: viaSession.usage!.total_tokens },
+      // The chat and the stream (4 prompt tokens, 3 completion tokens).
+      { user_id: alice.userId, api_key_id: firstKey!.id, model: 'local', kind: 'chat', requests: 2, prompt_tokens: chat.usage!.prompt_tokens + 4, completion_tokens: 4 + 3, total_tokens: chat.usage!.total_tokens + 7 },
+      { user_id: alice.userId, api_key_id: aliceSecondKey.id, model: 'local-embedding', kind: 'embedding', requests: 1, prompt_tokens: embedding.usage.prompt_tokens, completion_tokens: 0, total_tokens: embedding.usage.prompt_tokens },
+      { user_id: alice.userId, api_key_id: null, model: 'remote', kind: 'chat', requests: 1, prompt_tokens: viaSession.usage!.prompt_tokens, completion_tokens: viaSession.usage!.completion_tokens, total_tokens: viaSession.usage!.total_tokens },
     ]);
     const bobKey = (await server.services.apiKeys.list(bob.userId, {})).data[0]!;
     expect(await rowsOf(bob.userId)).toEqual([
-      { user_id: bob.userId, api_key_id: bobKey.id, model: 'remote', kind: 'completion', prompt_tokens: 4, completion_tokens: legacy.usage!.completion_tokens, total_tokens: 4 + legacy.usage!.completion_tokens },
+      { user_id: bob.userId, api_key_id: bobKey.id, model: 'remote', kind: 'completion', requests: 1, prompt_tokens: 4, completion_tokens: legacy.usage!.completion_tokens, total_tokens: 4 + legacy.usage!.completion_tokens },
     ]);
     const aliceTotal = (await rowsOf(alice.userId)).reduce((sum, row) => sum + row.total_tokens, 0);
     const [monthly] = await server.services.db.query<{ requests: number; tokens: number }>('SELECT requests, tokens FROM usage_monthly WHERE user_id = $1', [alice.userId]);
@@ -107,7 +111,7 @@ describe.each(await availableEngines())('usage metering on %s', (engine) => {
       if (rows.length === 0) await new Promise((resolve) => setTimeout(resolve, 20));
     }
     expect(rows).toHaveLength(1);
-    expect(rows[0]).toMatchObject({ model: 'remote', kind: 'chat', prompt_tokens: 3 });
+    expect(rows[0]).toMatchObject({ model: 'remote', kind: 'chat', requests: 1, prompt_tokens: 3 });
     expect(rows[0]!.completion_tokens).toBeGreaterThan(0);
     expect(rows[0]!.completion_tokens).toBeLessThan(100);
   });

@@ -16,15 +16,50 @@ describe.each(await availableEngines())('usage meter on %s', (engine) => {
 
   const record = (userId: string, promptTokens: number) => ({ userId, apiKeyId: null, model: 'local', kind: 'chat' as const, promptTokens, completionTokens: 1 });
 
-  it('stores records that arrive together in order, with their monthly rollup', async () => {
+  it('stores the calls of one write as a row per user, API key, model and kind, with their monthly rollup', async () => {
     const { user } = await findOrCreateUser(database.db, `meter-batch-${engine}@example.com`);
+    const { user: other } = await findOrCreateUser(database.db, `meter-batch-other-${engine}@example.com`);
     const meter = createUsageMeter(database.db, () => NOW, { batchWindowMs: 20 });
-    await Promise.all(Array.from({ length: 40 }, (_, i) => meter.record(record(user.id, i), { defer: true })));
-    const rows = await database.db.query<{ prompt_tokens: number }>('SELECT prompt_tokens FROM usage_records WHERE user_id = $1 ORDER BY id', [user.id]);
-    expect(rows.map((row) => row.prompt_tokens)).toEqual(Array.from({ length: 40 }, (_, i) => i));
+    await Promise.all([
+      ...Array.from({ length: 40 }, (_, i) => meter.record(record(user.id, i), { defer: true })),
+      meter.record({ ...record(user.id, 100), model: 'other-model' }, { defer: true }),
+      meter.record({ ...record(user.id, 200), kind: 'completion' }, { defer: true }),
+      meter.record(record(other.id, 300), { defer: true }),
+    ]);
+    const rows = await database.db.query('SELECT model, kind, requests, prompt_tokens, completion_tokens, total_tokens FROM usage_records WHERE user_id = $1 ORDER BY id', [user.id]);
+    expect(rows).toEqual([
+      { model: 'local', kind: 'chat', requests: 40, prompt_tokens: (39 * 40) / 2, completion_tokens: 40, total_tokens: (39 * 40) / 2 + 40 },
+      { model: 'other-model', kind: 'chat', requests: 1, prompt_tokens: 100, completion_tokens: 1, total_tokens: 101 },
+      { model: 'local', kind: 'completion', requests: 1, prompt_tokens: 200, completion_tokens: 1, total_tokens: 201 },
+    ]);
+    expect(await database.db.query('SELECT requests, prompt_tokens FROM usage_records WHERE user_id = $1', [other.id])).toEqual([{ requests: 1, prompt_tokens: 300 }]);
     const [monthly] = await database.db.query('SELECT period, requests, tokens FROM usage_monthly WHERE user_id = $1', [user.id]);
-    expect(monthly).toMatchObject({ requests: 40, tokens: (39 * 40) / 2 + 40 });
+    expect(monthly).toMatchObject({ requests: 42, tokens: (39 * 40) / 2 + 40 + 101 + 201 });
     expect((monthly!.period as Date).toISOString().slice(0, 10)).toBe(monthOf(NOW));
+    expect(await meter.byModel(user.id, new Date(NOW - 1000))).toEqual([
+      { model: 'local', requests: 41, prompt_tokens: (39 * 40) / 2 + 200, completion_tokens: 41, total_tokens: (39 * 40) / 2 + 41 + 200 },
+      { model: 'other-model', requests: 1, prompt_tokens: 100, completion_tokens: 1, total_tokens: 101 },
+    ]);
+  });
+
+  it('splits the calls of one write by month', async () => {
+    const { user } = await findOrCreateUser(database.db, `meter-months-${engine}@example.com`);
+    const newYear = Date.UTC(2027, 0, 1);
+    let now = newYear - 1;
+    const meter = createUsageMeter(database.db, () => now, { batchWindowMs: 20 });
+    const first = meter.record(record(user.id, 1), { defer: true });
+    now = newYear;
+    await Promise.all([first, meter.record(record(user.id, 2), { defer: true })]);
+    const rows = await database.db.query<{ requests: number; created_at: Date }>('SELECT requests, created_at FROM usage_records WHERE user_id = $1 ORDER BY created_at', [user.id]);
+    expect(rows.map((row) => [row.requests, row.created_at.getTime()])).toEqual([
+      [1, newYear - 1],
+      [1, newYear],
+    ]);
+    const months = await database.db.query<{ period: Date; requests: number }>('SELECT period, requests FROM usage_monthly WHERE user_id = $1 ORDER BY period', [user.id]);
+    expect(months.map((row) => [row.period.toISOString().slice(0, 10), row.requests])).toEqual([
+      ['2026-12-01', 1],
+      ['2027-01-01', 1],
+    ]);
   });
 
   it('fails only the record that cannot be stored, not the others of its batch', async () => {
@@ -63,7 +98,7 @@ describe.each(await availableEngines())('usage meter on %s', (engine) => {
     const deferred = meter.record(record(user.id, 1), { defer: true });
     await meter.record(record(user.id, 2));
     await deferred;
-    expect(await database.db.query('SELECT 1 FROM usage_records WHERE user_id = $1', [user.id])).toHaveLength(2);
+    expect(await database.db.query('SELECT sum(requests)::int AS calls FROM usage_records WHERE user_id = $1', [user.id])).toEqual([{ calls: 2 }]);
   });
 
   it('flushes what is waiting without waiting for the batch window', async () => {

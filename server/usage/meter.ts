@@ -1,5 +1,5 @@
-// Records usage as it happens: every model call's tokens per user, API key and model, with monthly and
-// daily rollups so that quota checks and GET /v1/account/usage read a row instead of scanning.
+// Records usage as it happens: model calls' tokens per user, API key and model (a row sums the calls of one
+// batch, see batchStatement), with monthly and daily rollups so that quota checks and GET /v1/account/usage read a row instead of scanning.
 // Records are written by group commit: the first one goes out at once, and those that arrive while a
 // write is under way go together in the next statement, so that under load the store sees one write per
 // batch rather than one per call. `record` resolves once its record is stored. Callers that do not wait
@@ -18,9 +18,16 @@ export interface UsageRecord {
   completionTokens: number;
 }
 
+/** The month `monthOf` answered last, with where it starts and ends: most calls fall in it. */
+let lastMonth = { start: 0, end: 0, name: '' };
+
 /** The first day of `time`'s UTC month, as `YYYY-MM-01`. */
 export function monthOf(time: number): string {
-  return new Date(time).toISOString().slice(0, 8) + '01';
+  if (time >= lastMonth.start && time < lastMonth.end) return lastMonth.name;
+  const date = new Date(time);
+  const start = Date.UTC(date.getUTCFullYear(), date.getUTCMonth(), 1);
+  lastMonth = { start, end: Date.UTC(date.getUTCFullYear(), date.getUTCMonth() + 1, 1), name: new Date(start).toISOString().slice(0, 10) };
+  return lastMonth.name;
 }
 
 export function dayOf(time: number): string {
@@ -54,43 +61,51 @@ interface Pending {
 }
 
 /**
- * One statement that stores `batch` and adds it to the monthly rollups, grouped per user and month. The
- * records travel as one array per column, so that the statement is the same text with the same eight
- * parameters whatever the batch's size: the store parses less, and a record costs about a third less
- * than as a VALUES row with parameters of its own.
+ * One statement that stores `batch` and adds it to the monthly rollups. The calls of one user, API key,
+ * model and kind in one month go into one row, which counts them (`requests`) and sums their tokens: under
+ * load a batch is hundreds of calls from few such groups, and a row costs the store far more than adding
+ * a call to one. The rows travel as one array per column, so that the statement is the same text with the
+ * same parameters whatever the batch's size.
  */
 function batchStatement(batch: readonly Pending[]): { sql: string; params: SqlValue[] } {
-  const userIds: string[] = [];
-  const apiKeyIds: (string | null)[] = [];
-  const models: string[] = [];
-  const kinds: string[] = [];
-  const promptTokens: number[] = [];
-  const completionTokens: number[] = [];
-  const createdAt: Date[] = [];
-  const periods: string[] = [];
+  const groups = new Map<string, { usage: UsageRecord; requests: number; promptTokens: number; completionTokens: number; at: number; period: string }>();
   for (const { usage, at, period } of batch) {
-    userIds.push(usage.userId);
-    apiKeyIds.push(usage.apiKeyId);
-    models.push(usage.model);
-    kinds.push(usage.kind);
-    promptTokens.push(usage.promptTokens);
-    completionTokens.push(usage.completionTokens);
-    createdAt.push(new Date(at));
-    periods.push(period);
+    const key = `${usage.userId}\n${usage.apiKeyId ?? ''}\n${usage.model}\n${usage.kind}\n${period}`;
+    const group = groups.get(key);
+    if (group) {
+      group.requests++;
+      group.promptTokens += usage.promptTokens;
+      group.completionTokens += usage.completionTokens;
+      group.at = Math.min(group.at, at);
+    } else {
+      groups.set(key, { usage, requests: 1, promptTokens: usage.promptTokens, completionTokens: usage.completionTokens, at, period });
+    }
   }
+  const rows = [...groups.values()];
   // One statement, so that records and rollups land together without a transaction's round trips.
-  const sql = `WITH input (user_id, api_key_id, model, kind, prompt_tokens, completion_tokens, created_at, period) AS (
-       SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::int[], $6::int[], $7::timestamptz[], $8::date[])
+  const sql = `WITH input (user_id, api_key_id, model, kind, requests, prompt_tokens, completion_tokens, created_at, period) AS (
+       SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::int[], $6::int[], $7::int[], $8::timestamptz[], $9::date[])
      ),
      records AS (
-       INSERT INTO usage_records (user_id, api_key_id, model, kind, prompt_tokens, completion_tokens, total_tokens, created_at)
-       SELECT user_id, api_key_id, model, kind, prompt_tokens, completion_tokens, prompt_tokens + completion_tokens, created_at FROM input
+       INSERT INTO usage_records (user_id, api_key_id, model, kind, requests, prompt_tokens, completion_tokens, total_tokens, created_at)
+       SELECT user_id, api_key_id, model, kind, requests, prompt_tokens, completion_tokens, prompt_tokens + completion_tokens, created_at FROM input
      )
      INSERT INTO usage_monthly (user_id, period, requests, tokens)
-     SELECT user_id, period, count(*), sum(prompt_tokens + completion_tokens) FROM input GROUP BY user_id, period
+     SELECT user_id, period, sum(requests), sum(prompt_tokens + completion_tokens) FROM input GROUP BY user_id, period
      ON CONFLICT (user_id, period) DO UPDATE
        SET requests = usage_monthly.requests + EXCLUDED.requests, tokens = usage_monthly.tokens + EXCLUDED.tokens`;
-  return { sql, params: [userIds, apiKeyIds, models, kinds, promptTokens, completionTokens, createdAt, periods] };
+  const params = [
+    rows.map((row) => row.usage.userId),
+    rows.map((row) => row.usage.apiKeyId),
+    rows.map((row) => row.usage.model),
+    rows.map((row) => row.usage.kind),
+    rows.map((row) => row.requests),
+    rows.map((row) => row.promptTokens),
+    rows.map((row) => row.completionTokens),
+    rows.map((row) => new Date(row.at)),
+    rows.map((row) => row.period),
+  ];
+  return { sql, params };
 }
 
 export function createUsageMeter(db: Queryable, clock: () => number, options: UsageMeterOptions = {}) {
@@ -212,7 +227,7 @@ export function createUsageMeter(db: Queryable, clock: () => number, options: Us
     /** Token totals per model since `since`. */
     async byModel(userId: string, since: Date) {
       return db.query<{ model: string; requests: number; prompt_tokens: number; completion_tokens: number; total_tokens: number }>(
-        `SELECT model, count(*)::int8 AS requests, sum(prompt_tokens)::int8 AS prompt_tokens,
+        `SELECT model, sum(requests)::int8 AS requests, sum(prompt_tokens)::int8 AS prompt_tokens,
                 sum(completion_tokens)::int8 AS completion_tokens, sum(total_tokens)::int8 AS total_tokens
          FROM usage_records WHERE user_id = $1 AND created_at >= $2 GROUP BY model ORDER BY model`,
         [userId, since],
