@@ -15,7 +15,7 @@ import { createErrorHandler, unmatchedRoute } from './http/error-handler.ts';
 import { ApiError } from './errors.ts';
 import { jsonBodyParser, mountOperations, type AppHandlers } from './http/operations.ts';
 import { requestLog } from './http/request-log.ts';
-import { cacheValidatorRouteMatchers } from './http/route-matchers.ts';
+import { cacheValidatorRouteMatchers, lookUpValidatorRoutesByExpressRoute } from './http/route-matchers.ts';
 import { buildHandlers } from './handlers.ts';
 import type { Lifecycle } from './lifecycle.ts';
 import { limitGuards } from './limits/guards.ts';
@@ -55,6 +55,7 @@ function trackInFlight(lifecycle: Lifecycle): RequestHandler {
 /** express-openapi-validator over the contract, as `config` has the server run it. */
 export function validatorFor(contract: Contract, config: Config): RequestHandler[] {
   cacheValidatorRouteMatchers();
+  lookUpValidatorRoutesByExpressRoute();
   resolveValidatorRefsWithoutCompiling();
   return OpenApiValidator.middleware({
     // The validator dereferences in place; it gets its own copy.
