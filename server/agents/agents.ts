@@ -4,6 +4,7 @@ import { ApiError, notFound } from '../errors.ts';
 import type { ModelGateway } from '../models/gateway.ts';
 import { holdQuota, type ResourceLimit } from '../limits/quotas.ts';
 import { one, type Db } from '../store/db.ts';
+import { groupCommit } from '../store/group-commit.ts';
 import { newId } from '../store/ids.ts';
 import { ownedRows } from '../store/owned.ts';
 import { cursorOf, limitOf, toPage, type Page, type PageRequest } from '../store/pagination.ts';
@@ -128,8 +129,16 @@ export function createAgentStore({ db, models, knowledge, sealer, checkUrl, limi
     }
   };
 
+  // Agents that runs starting at once need are read together (see store/group-commit.ts).
+  const read = groupCommit(async (keys: readonly { userId: string; agentId: string }[]) => {
+    const rows = await db.query<AgentRow>(`SELECT ${COLUMNS} FROM agents WHERE id = ANY($1::text[])`, [[...new Set(keys.map((key) => key.agentId))]]);
+    const byId = new Map(rows.map((row) => [row.id, row]));
+    // Another user's agent is as absent as one that does not exist.
+    return keys.map((key) => (byId.get(key.agentId)?.user_id === key.userId ? byId.get(key.agentId) : undefined));
+  });
+
   const get = async (userId: string, agentId: string): Promise<Agent> => {
-    const row = await one<AgentRow>(db, `SELECT ${COLUMNS} FROM agents WHERE id = $1 AND user_id = $2`, [agentId, userId]);
+    const row = await read({ userId, agentId });
     if (!row) throw notFound('agent', agentId);
     return toAgent(row);
   };

@@ -2,6 +2,7 @@
 import type { components } from '../../generated/openapi.gen.ts';
 import { notFound } from '../errors.ts';
 import { one, type Queryable } from '../store/db.ts';
+import { groupCommit } from '../store/group-commit.ts';
 import { newId } from '../store/ids.ts';
 import { cursorOf, limitOf, toPage, type Page, type PageRequest } from '../store/pagination.ts';
 import type { SessionStatus } from '../sessions/store.ts';
@@ -83,15 +84,32 @@ export interface RunUpdate {
 }
 
 export function createRunStore(db: Queryable) {
+  // Runs that start at once are inserted together (see store/group-commit.ts).
+  const insert = groupCommit(async (runs: readonly (NewRun & { id: string })[]) => {
+    const rows = await db.query<RunRow>(
+      `INSERT INTO runs (id, user_id, session_id, agent_id, team_id, parent_run_id, status, model, owner)
+       SELECT id, user_id, session_id, agent_id, team_id, parent_run_id, 'in_progress', model, owner
+       FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[])
+         AS t(id, user_id, session_id, agent_id, team_id, parent_run_id, model, owner)
+       RETURNING ${COLUMNS}`,
+      [
+        runs.map((run) => run.id),
+        runs.map((run) => run.userId),
+        runs.map((run) => run.sessionId),
+        runs.map((run) => run.agentId),
+        runs.map((run) => run.teamId),
+        runs.map((run) => run.parentRunId),
+        runs.map((run) => run.model),
+        runs.map((run) => run.owner),
+      ],
+    );
+    const byId = new Map(rows.map((row) => [row.id, row]));
+    return runs.map((run) => byId.get(run.id)!);
+  });
+
   return {
-    async create(run: NewRun): Promise<RunRow> {
-      const row = await one<RunRow>(
-        db,
-        `INSERT INTO runs (id, user_id, session_id, agent_id, team_id, parent_run_id, status, model, owner)
-         VALUES ($1, $2, $3, $4, $5, $6, 'in_progress', $7, $8) RETURNING ${COLUMNS}`,
-        [newId('run'), run.userId, run.sessionId, run.agentId, run.teamId, run.parentRunId, run.model, run.owner],
-      );
-      return row!;
+    create(run: NewRun): Promise<RunRow> {
+      return insert({ ...run, id: newId('run') });
     },
 
     async get(userId: string, runId: string): Promise<RunRow> {

@@ -4,6 +4,7 @@ import type { components } from '../../generated/openapi.gen.ts';
 import { ApiError, notFound } from '../errors.ts';
 import { textOf, type ChatMessage } from '../models/types.ts';
 import { one, type Queryable } from '../store/db.ts';
+import { groupCommit } from '../store/group-commit.ts';
 import { newId } from '../store/ids.ts';
 import { cursorOf, limitOf, toPage, type Page, type PageRequest } from '../store/pagination.ts';
 import { storableJson } from '../store/json.ts';
@@ -53,7 +54,38 @@ function titleOf(messages: ChatMessage[]): string | null {
   return text ? text.slice(0, 80) : null;
 }
 
+interface NewSession {
+  id: string;
+  userId: string;
+  agentId: string | null;
+  teamId: string | null;
+  title: string | null;
+  metadata: string;
+  externalId: string | null;
+}
+
 export function createSessionStore(db: Queryable) {
+  // Sessions that open at once are inserted together (see store/group-commit.ts).
+  const insert = groupCommit(async (sessions: readonly NewSession[]) => {
+    const rows = await db.query<SessionRow>(
+      `INSERT INTO sessions (id, user_id, agent_id, team_id, title, status, metadata, external_id)
+       SELECT id, user_id, agent_id, team_id, title, 'running', metadata::jsonb, external_id
+       FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[]) AS t(id, user_id, agent_id, team_id, title, metadata, external_id)
+       RETURNING ${COLUMNS}`,
+      [
+        sessions.map((session) => session.id),
+        sessions.map((session) => session.userId),
+        sessions.map((session) => session.agentId),
+        sessions.map((session) => session.teamId),
+        sessions.map((session) => session.title),
+        sessions.map((session) => session.metadata),
+        sessions.map((session) => session.externalId),
+      ],
+    );
+    const byId = new Map(rows.map((row) => [row.id, row]));
+    return sessions.map((session) => byId.get(session.id)!);
+  });
+
   return {
     /** A new session, already claimed for its first run. */
     async create(
@@ -64,13 +96,7 @@ export function createSessionStore(db: Queryable) {
       externalId: string | null = null,
     ) {
       try {
-        const row = await one<SessionRow>(
-          db,
-          `INSERT INTO sessions (id, user_id, agent_id, team_id, title, status, metadata, external_id)
-           VALUES ($1, $2, $3, $4, $5, 'running', $6, $7) RETURNING ${COLUMNS}`,
-          [newId('ses'), userId, target.agentId, target.teamId, titleOf(firstMessages), JSON.stringify(metadata), externalId],
-        );
-        return row!;
+        return await insert({ id: newId('ses'), userId, agentId: target.agentId, teamId: target.teamId, title: titleOf(firstMessages), metadata: JSON.stringify(metadata), externalId });
       } catch (error) {
         // Two first turns naming the same new session at once: the other one made it, and holds it.
         if (externalId !== null && (error as { code?: unknown }).code === UNIQUE_VIOLATION) {

@@ -6,6 +6,7 @@
 // for that (the model endpoints, which answer first) defer their records, which then gather for the
 // batch window before they are written.
 import type { Queryable, SqlValue } from '../store/db.ts';
+import { groupCommit } from '../store/group-commit.ts';
 
 export type UsageKind = 'chat' | 'completion' | 'embedding' | 'run';
 
@@ -120,6 +121,16 @@ export function createUsageMeter(db: Queryable, clock: () => number, options: Us
   const unstored = new Map<string, number>();
   const monthly = new Map<string, { period: string; tokens: number; expiresAt: number }>();
 
+  const countRun = groupCommit(async (runs: readonly { userId: string; day: string }[]) => {
+    await db.query(
+      `INSERT INTO usage_daily (user_id, day, runs)
+       SELECT user_id, day, count(*) FROM unnest($1::text[], $2::date[]) AS t(user_id, day) GROUP BY user_id, day
+       ON CONFLICT (user_id, day) DO UPDATE SET runs = usage_daily.runs + EXCLUDED.runs`,
+      [runs.map((run) => run.userId), runs.map((run) => run.day)],
+    );
+    return runs.map(() => undefined);
+  });
+
   const addUnstored = (pending: Pending, sign: 1 | -1) => {
     const key = `${pending.usage.userId} ${pending.period}`;
     const tokens = (unstored.get(key) ?? 0) + sign * (pending.usage.promptTokens + pending.usage.completionTokens);
@@ -195,13 +206,9 @@ export function createUsageMeter(db: Queryable, clock: () => number, options: Us
       }
     },
 
-    /** Counts one run started today. */
-    async recordRun(userId: string): Promise<void> {
-      await db.query(
-        `INSERT INTO usage_daily (user_id, day, runs) VALUES ($1, $2, 1)
-         ON CONFLICT (user_id, day) DO UPDATE SET runs = usage_daily.runs + 1`,
-        [userId, dayOf(clock())],
-      );
+    /** Counts one run started today; runs that start at once are counted in one statement. */
+    recordRun(userId: string): Promise<void> {
+      return countRun({ userId, day: dayOf(clock()) });
     },
 
     async tokensThisMonth(userId: string): Promise<number> {
