@@ -86,6 +86,29 @@ export function createSessionStore(db: Queryable) {
     return sessions.map((session) => byId.get(session.id)!);
   });
 
+  // Each session's count grows by all its messages of the batch, and the messages take the positions after
+  // the count it had, in the order of the calls and of the messages in each.
+  const appendAll = groupCommit(async (appends: readonly { sessionId: string; runId: string | null; messages: ChatMessage[] }[]) => {
+    const rows = appends.flatMap((append) => append.messages.map((message) => [append.sessionId, append.runId, storableJson(message)] as const));
+    await db.query(
+      `WITH input AS (
+         SELECT t.session_id, t.run_id, t.message::jsonb AS message, t.ord
+         FROM unnest($1::text[], $2::text[], $3::text[]) WITH ORDINALITY AS t(session_id, run_id, message, ord)
+       ),
+       totals AS (SELECT session_id, count(*)::int AS added FROM input GROUP BY session_id),
+       counted AS (
+         UPDATE sessions SET message_count = sessions.message_count + totals.added, updated_at = now()
+         FROM totals WHERE sessions.id = totals.session_id
+         RETURNING sessions.id, sessions.message_count - totals.added AS start
+       )
+       INSERT INTO session_messages (session_id, position, run_id, message)
+       SELECT input.session_id, counted.start + row_number() OVER (PARTITION BY input.session_id ORDER BY input.ord) - 1, input.run_id, input.message
+       FROM input JOIN counted ON counted.id = input.session_id`,
+      [rows.map((row) => row[0]), rows.map((row) => row[1]), rows.map((row) => row[2])],
+    );
+    return appends.map(() => undefined);
+  });
+
   return {
     /** A new session, already claimed for its first run. */
     async create(
@@ -147,19 +170,13 @@ export function createSessionStore(db: Queryable) {
       await db.query('UPDATE sessions SET status = $2, updated_at = now() WHERE id = $1', [sessionId, status]);
     },
 
-    /** Appends messages in order; answers nothing, as positions follow the stored count. */
+    /**
+     * Appends messages in order; answers nothing, as positions follow the stored count. Appends made at
+     * once, to any sessions, go in one statement.
+     */
     async append(sessionId: string, runId: string | null, messages: ChatMessage[]): Promise<void> {
       if (messages.length === 0) return;
-      await db.query(
-        `WITH counted AS (
-           UPDATE sessions SET message_count = message_count + $3, updated_at = now() WHERE id = $1
-           RETURNING message_count - $3 AS start
-         )
-         INSERT INTO session_messages (session_id, position, run_id, message)
-         SELECT $1, counted.start + m.ordinality - 1, $2, m.value
-         FROM counted, jsonb_array_elements($4::jsonb) WITH ORDINALITY AS m`,
-        [sessionId, runId, messages.length, storableJson(messages)],
-      );
+      await appendAll({ sessionId, runId, messages });
     },
 
     async messages(sessionId: string): Promise<ChatMessage[]> {
