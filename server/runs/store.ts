@@ -83,6 +83,13 @@ export interface RunUpdate {
   state?: unknown;
 }
 
+interface RunClose {
+  runId: string;
+  update: RunUpdate;
+  from: readonly RunStatus[];
+  ending: { owner?: string | undefined; event: RunEvent; sessionStatus: SessionStatus | null };
+}
+
 export function createRunStore(db: Queryable) {
   // Runs that start at once are inserted together (see store/group-commit.ts).
   const insert = groupCommit(async (runs: readonly (NewRun & { id: string })[]) => {
@@ -105,6 +112,56 @@ export function createRunStore(db: Queryable) {
     );
     const byId = new Map(rows.map((row) => [row.id, row]));
     return runs.map((run) => byId.get(run.id)!);
+  });
+
+  /**
+   * Ends runs, each in one of its `from` statuses (and, given an owner, still held by that server): its
+   * final state, conditionally, so that of two servers ending one run only one does; and, only if it
+   * ended, its terminal event and its session's new status (`sessionStatus`, for a top-level run). One
+   * statement for the runs that end at once, so all of a run's ending or none is stored. Answers each run
+   * ended, or undefined for one that had already ended or moved on. Two endings of one run never share a
+   * statement: the batch is refused and each goes alone, in order.
+   */
+  const closeAll = groupCommit(async (closes: readonly RunClose[]) => {
+    if (new Set(closes.map((close) => close.runId)).size < closes.length) throw new Error('one run ended twice in a batch');
+    const input = closes.map(({ runId, update, from, ending }) => ({
+      run_id: runId,
+      status: update.status,
+      usage: update.usage,
+      error: update.error ?? undefined,
+      required_action: update.requiredAction ?? undefined,
+      state: update.state ?? undefined,
+      finished: FINISHED.includes(update.status),
+      from,
+      owner: ending.owner ?? undefined,
+      event: ending.event,
+      session_status: ending.sessionStatus ?? undefined,
+    }));
+    const rows = await db.query<RunRow & { event: RunEvent }>(
+      `WITH input AS (
+         SELECT c->>'run_id' AS run_id, c->>'status' AS status, c->'usage' AS usage, c->'error' AS error,
+                c->'required_action' AS required_action, c->'state' AS state, (c->>'finished')::boolean AS finished,
+                c->'from' AS from_statuses, c->>'owner' AS owner, c->'event' AS event, c->>'session_status' AS session_status
+         FROM jsonb_array_elements($1::jsonb) AS c),
+       ended AS (
+         UPDATE runs SET status = input.status, usage = input.usage, error = input.error, required_action = input.required_action,
+                state = input.state, updated_at = now(), completed_at = CASE WHEN input.finished THEN now() ELSE NULL END
+         FROM input
+         WHERE runs.id = input.run_id AND runs.status IN (SELECT jsonb_array_elements_text(input.from_statuses))
+           AND (input.owner IS NULL OR runs.owner = input.owner)
+         RETURNING ${ENDED_COLUMNS.split(', ').map((column) => `runs.${column}`).join(', ')}, input.event, input.session_status),
+       stored AS (
+         INSERT INTO run_events (run_id, sequence_number, type, payload)
+         SELECT id, (event->>'sequence_number')::int, event->>'type', event FROM ended
+         RETURNING pg_notify('${RUN_EVENTS_CHANNEL}', run_id || ' ' || sequence_number)),
+       session AS (
+         UPDATE sessions SET status = ended.session_status, updated_at = now()
+         FROM ended WHERE ended.session_status IS NOT NULL AND sessions.id = ended.session_id)
+       SELECT ${ENDED_COLUMNS}, event FROM ended`,
+      [storableJson(input)],
+    );
+    const byId = new Map(rows.map(({ event, ...row }) => [row.id, { ...row, last_sequence_number: event.sequence_number }]));
+    return closes.map((close) => byId.get(close.runId));
   });
 
   return {
@@ -140,41 +197,13 @@ export function createRunStore(db: Queryable) {
      * statement, so all of it or none is stored. Answers the ended run, or undefined when it had already
      * ended or moved on.
      */
-    async close(
+    close(
       runId: string,
       update: RunUpdate,
       from: readonly RunStatus[],
       ending: { owner?: string | undefined; event: RunEvent; sessionStatus: SessionStatus | null },
     ): Promise<RunRow | undefined> {
-      const row = await one<RunRow>(
-        db,
-        `WITH ended AS (
-           UPDATE runs SET status = $2, usage = $3, error = $4, required_action = $5, state = $7, updated_at = now(),
-                  completed_at = CASE WHEN $6 THEN now() ELSE NULL END
-           WHERE id = $1 AND status IN (SELECT jsonb_array_elements_text($8::jsonb)) AND ($9::text IS NULL OR owner = $9)
-           RETURNING ${ENDED_COLUMNS}),
-         stored AS (
-           INSERT INTO run_events (run_id, sequence_number, type, payload)
-           SELECT id, ($10::jsonb->>'sequence_number')::int, $10::jsonb->>'type', $10::jsonb FROM ended
-           RETURNING pg_notify('${RUN_EVENTS_CHANNEL}', run_id || ' ' || sequence_number)),
-         session AS (
-           UPDATE sessions SET status = $11, updated_at = now() WHERE $11::text IS NOT NULL AND id = (SELECT session_id FROM ended))
-         SELECT * FROM ended`,
-        [
-          runId,
-          update.status,
-          JSON.stringify(update.usage),
-          update.error ? storableJson(update.error) : null,
-          update.requiredAction ? storableJson(update.requiredAction) : null,
-          FINISHED.includes(update.status),
-          update.state === undefined ? null : storableJson(update.state),
-          JSON.stringify(from),
-          ending.owner ?? null,
-          storableJson(ending.event),
-          ending.sessionStatus,
-        ],
-      );
-      return row && { ...row, last_sequence_number: ending.event.sequence_number };
+      return closeAll({ runId, update, from, ending });
     },
 
     /**
