@@ -40,6 +40,8 @@ const NOTIFIED_RUNS = 150;
 
 const ENDED_COLUMNS =
   'id, user_id, session_id, agent_id, team_id, parent_run_id, status, model, usage, error, required_action, state, created_at, updated_at, completed_at';
+/** ENDED_COLUMNS named by table, for a statement that also reads other tables' columns of those names. */
+const ENDED_RUN_COLUMNS = ENDED_COLUMNS.split(', ').map((column) => `runs.${column}`).join(', ');
 const COLUMNS = `${ENDED_COLUMNS}, (SELECT coalesce(max(e.sequence_number), 0) FROM run_events e WHERE e.run_id = runs.id) AS last_sequence_number`;
 
 export function toRun(row: RunRow): Run {
@@ -149,7 +151,7 @@ export function createRunStore(db: Queryable) {
          FROM input
          WHERE runs.id = input.run_id AND runs.status IN (SELECT jsonb_array_elements_text(input.from_statuses))
            AND (input.owner IS NULL OR runs.owner = input.owner)
-         RETURNING ${ENDED_COLUMNS.split(', ').map((column) => `runs.${column}`).join(', ')}, input.event, input.session_status),
+         RETURNING ${ENDED_RUN_COLUMNS}, input.event, input.session_status),
        stored AS (
          INSERT INTO run_events (run_id, sequence_number, type, payload)
          SELECT id, (event->>'sequence_number')::int, event->>'type', event FROM ended

@@ -1,5 +1,6 @@
 // Group commit: the calls of one turn of the event loop share a write, calls made during a write share the
-// next, every caller gets its own answer, and a bad item fails only its own call.
+// next, deferred calls wait for the window, every caller gets its own answer, and a bad item fails only its
+// own call.
 import { describe, expect, it } from 'vitest';
 import { groupCommit } from './group-commit.ts';
 
@@ -58,7 +59,29 @@ describe('groupCommit', () => {
       },
       { maxBatch: 2 },
     );
-    await Promise.all([1, 2, 3, 4, 5].map(count));
+    await Promise.all([1, 2, 3, 4, 5].map((item) => count(item)));
     expect(sizes).toEqual([2, 2, 1]);
+  });
+
+  it('holds deferred calls for the window, which a call that is not deferred or a flush ends', async () => {
+    const writes: string[][] = [];
+    // Longer than the test may take: only an early end lets it pass.
+    const store = groupCommit(
+      async (items: readonly string[]) => {
+        writes.push([...items]);
+        return items;
+      },
+      { windowMs: 120_000 },
+    );
+    const deferred = store('later', { defer: true });
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    expect(writes).toEqual([]);
+    expect(await Promise.all([deferred, store('now')])).toEqual(['later', 'now']);
+    expect(writes).toEqual([['later', 'now']]);
+
+    const waiting = store('flushed', { defer: true });
+    await store.flush();
+    expect(writes).toEqual([['later', 'now'], ['flushed']]);
+    expect(await waiting).toBe('flushed');
   });
 });

@@ -1,10 +1,9 @@
 // Records usage as it happens: model calls' tokens per user, API key and model (a row sums the calls of one
-// batch, see batchStatement), with monthly and daily rollups so that quota checks and GET /v1/account/usage read a row instead of scanning.
-// Records are written by group commit: the first one goes out at once, and those that arrive while a
-// write is under way go together in the next statement, so that under load the store sees one write per
-// batch rather than one per call. `record` resolves once its record is stored. Callers that do not wait
-// for that (the model endpoints, which answer first) defer their records, which then gather for the
-// batch window before they are written.
+// batch, see batchStatement), with monthly and daily rollups so that quota checks and GET /v1/account/usage
+// read a row instead of scanning. Records are written by group commit (store/group-commit.ts), so that
+// under load the store sees one write per batch rather than one per call. `record` resolves once its
+// record is stored. Callers that do not wait for that (the model endpoints, which answer first) defer their
+// records, which then gather for the batch window before they are written.
 import type { Queryable, SqlValue } from '../store/db.ts';
 import { groupCommit } from '../store/group-commit.ts';
 
@@ -56,9 +55,6 @@ interface Pending {
   at: number;
   /** monthOf(at), computed once. */
   period: string;
-  deferred: boolean;
-  resolve(): void;
-  reject(error: unknown): void;
 }
 
 /**
@@ -113,10 +109,6 @@ export function createUsageMeter(db: Queryable, clock: () => number, options: Us
   const monthlyCacheMs = options.monthlyCacheMs ?? 0;
   const maxBatch = options.maxBatch ?? 500;
   const batchWindowMs = options.batchWindowMs ?? 0;
-  const queue: Pending[] = [];
-  let writing: Promise<void> | undefined;
-  /** Ends the batch window early (flush). */
-  let endWindow: (() => void) | undefined;
   /** Tokens recorded but not yet stored, per user and month, so that totals read meanwhile include them. */
   const unstored = new Map<string, number>();
   const monthly = new Map<string, { period: string; tokens: number; expiresAt: number }>();
@@ -138,72 +130,36 @@ export function createUsageMeter(db: Queryable, clock: () => number, options: Us
     else unstored.set(key, tokens);
   };
 
-  async function store(batch: Pending[]): Promise<void> {
-    try {
+  // One bad record (its user deleted meanwhile, say) does not cost the others theirs: group commit writes
+  // each of a failed batch again on its own.
+  const commit = groupCommit(
+    async (batch: readonly Pending[]) => {
       const { sql, params } = batchStatement(batch);
       await db.query(sql, params);
-      for (const pending of batch) {
-        addUnstored(pending, -1);
-        pending.resolve();
-      }
-    } catch (error) {
-      if (batch.length === 1) {
-        addUnstored(batch[0]!, -1);
-        batch[0]!.reject(error);
-        return;
-      }
-      // One bad record (its user deleted meanwhile, say) must not cost the others theirs.
-      for (const pending of batch) await store([pending]);
-    }
-  }
-
-  function drain(): void {
-    if (writing) return;
-    writing = (async () => {
-      // Records from the same turn of the event loop, or of the batch window, go out together.
-      if (batchWindowMs > 0 && queue.every((pending) => pending.deferred)) {
-        await new Promise<void>((resolve) => {
-          const timer = setTimeout(resolve, batchWindowMs);
-          endWindow = () => {
-            clearTimeout(timer);
-            resolve();
-          };
-        });
-        endWindow = undefined;
-      } else {
-        await null;
-      }
-      while (queue.length > 0) {
-        await store(queue.splice(0, maxBatch));
-      }
-    })().finally(() => {
-      writing = undefined;
-      if (queue.length > 0) drain();
-    });
-  }
+      return batch.map(() => undefined);
+    },
+    { maxBatch, windowMs: batchWindowMs },
+  );
 
   return {
     /** Stores a record; `defer` lets it wait for the batch window, for callers that do not wait for it. */
-    record(usage: UsageRecord, options: { defer?: boolean } = {}): Promise<void> {
+    async record(usage: UsageRecord, options: { defer?: boolean } = {}): Promise<void> {
       const at = clock();
       const period = monthOf(at);
       const cached = monthly.get(usage.userId);
       if (cached?.period === period) cached.tokens += usage.promptTokens + usage.completionTokens;
-      return new Promise<void>((resolve, reject) => {
-        const pending = { usage, at, period, deferred: options.defer === true, resolve, reject };
-        queue.push(pending);
-        addUnstored(pending, 1);
-        drain();
-        if (!options.defer) endWindow?.();
-      });
+      const pending = { usage, at, period };
+      addUnstored(pending, 1);
+      try {
+        await commit(pending, { defer: options.defer === true });
+      } finally {
+        addUnstored(pending, -1);
+      }
     },
 
     /** Writes what is waiting now and resolves once every record so far is stored (or has failed). */
-    async flush(): Promise<void> {
-      while (writing) {
-        endWindow?.();
-        await writing;
-      }
+    flush(): Promise<void> {
+      return commit.flush();
     },
 
     /** Counts one run started today; runs that start at once are counted in one statement. */
