@@ -1,11 +1,15 @@
 // Knowledge on PGlite: ingestion throughput through the service (chunking, the local embedder, inserts
 // with the HNSW and GIN indexes in place), search latency per mode at growing corpus sizes, and recall@10
-// of the HNSW index against an exact scan of the same query. Prints a table and writes JSON to
-// bench/results/; asserts nothing.
+// of the HNSW index against an exact scan of the same query, and ingestion again into the corpus of each
+// size. Prints a table and writes JSON to bench/results/; asserts nothing. The HNSW settings come from the
+// environment, as the server's do.
 //
 //   node bench/knowledge.ts                         (or: npm run bench -- knowledge)
 //   node bench/knowledge.ts --sizes 10000,100000 --queries 200 --documents 100
-import { mkdirSync, writeFileSync } from 'node:fs';
+//   KNOWLEDGE_HNSW_M=32 KNOWLEDGE_HNSW_EF_CONSTRUCTION=128 npm run bench -- knowledge
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { pino } from 'pino';
@@ -18,7 +22,8 @@ import { createModelGateway } from '../server/models/providers.ts';
 import type { Db } from '../server/store/db.ts';
 import { createJobs } from '../server/jobs/jobs.ts';
 import { newId } from '../server/store/ids.ts';
-import { createPgliteDatabase } from '../server/testing/database.ts';
+import { openPglite, type PgliteDb } from '../server/store/pglite.ts';
+import { prepareDatabase } from '../server/testing/database.ts';
 import { createUsageMeter } from '../server/usage/meter.ts';
 
 const { values } = parseArgs({
@@ -84,11 +89,26 @@ function percentile(sorted: number[], p: number): number {
 }
 
 const logger = pino({ level: 'silent' });
-const config = loadConfig({ LOG_LEVEL: 'silent', KNOWLEDGE_INLINE_MAX_BYTES: String(10 * 1024 * 1024) });
+const hnswSettings = ['KNOWLEDGE_HNSW_M', 'KNOWLEDGE_HNSW_EF_CONSTRUCTION', 'KNOWLEDGE_HNSW_EF_SEARCH', 'PGLITE_SHARED_BUFFERS'] as const;
+const config = loadConfig({
+  ...Object.fromEntries(hnswSettings.flatMap((name) => (process.env[name] ? [[name, process.env[name]]] : []))),
+  LOG_LEVEL: 'silent',
+  KNOWLEDGE_INLINE_MAX_BYTES: String(10 * 1024 * 1024),
+});
+const { hnswM, hnswEfConstruction } = config.knowledge;
 const models = await createModelGateway(config.models, { logger, clock: Date.now });
 
-async function open(): Promise<{ db: Db; knowledge: Knowledge; userId: string }> {
-  const db = await createPgliteDatabase();
+interface Opened {
+  db: PgliteDb;
+  knowledge: Knowledge;
+  userId: string;
+  close(): Promise<void>;
+}
+
+/** The database in `dataDir` as the server opens it (shared buffers as PGLITE_SHARED_BUFFERS says), migrated. */
+async function open(dataDir: string): Promise<Opened> {
+  const db = await openPglite({ dataDir, sharedBuffers: config.pgliteSharedBuffers });
+  await prepareDatabase(db);
   const usage = createUsageMeter(db, Date.now);
   const jobs = createJobs({ db, logger, instanceId: 'bench' });
   await jobs.start();
@@ -96,32 +116,62 @@ async function open(): Promise<{ db: Db; knowledge: Knowledge; userId: string }>
   // As the server does at start-up: the ingest job is registered before any document is added.
   await knowledge.start();
   const { user } = await findOrCreateUser(db, 'bench@example.com');
-  return { db, knowledge, userId: user.id };
+  return {
+    db,
+    knowledge,
+    userId: user.id,
+    async close() {
+      await knowledge.close();
+      await jobs.stop();
+      await db.close();
+    },
+  };
 }
 
-// 1. Ingestion through the service, as POST /v1/knowledge/documents does it inline.
-async function ingestion() {
-  const { db, knowledge, userId } = await open();
-  const documents = Array.from({ length: documentCount }, (_, d) =>
+async function inDataDir<T>(work: (dataDir: string) => Promise<T>): Promise<T> {
+  const dataDir = mkdtempSync(path.join(tmpdir(), 'oaa-bench-knowledge-'));
+  try {
+    return await work(dataDir);
+  } finally {
+    rmSync(dataDir, { recursive: true, force: true });
+  }
+}
+
+const markdownDocuments = (count: number) =>
+  Array.from({ length: count }, (_, d) =>
     Array.from({ length: 8 }, (_, s) => `## Section ${d}.${s}\n\n${passage()}\n\n${passage()}\n\n${passage()}`).join('\n\n'),
   );
-  // The collection and its HNSW index exist before the clock starts.
-  await knowledge.addDocument(userId, { text: 'warm-up', contentType: 'text/markdown', collection: COLLECTION }, { apiKeyId: null });
+
+/** Adds the documents one after another through the service, as POST /v1/knowledge/documents does inline. */
+async function addDocuments(knowledge: Knowledge, userId: string, documents: string[]) {
   let chunks = 0;
+  const ids: string[] = [];
   const start = performance.now();
   for (const text of documents) {
     const added = await knowledge.addDocument(userId, { text, contentType: 'text/markdown', collection: COLLECTION }, { apiKeyId: null });
     chunks += added.document.chunk_count;
+    ids.push(added.document.id);
   }
   const seconds = (performance.now() - start) / 1000;
-  // The local embedder alone, to tell its share from the database's.
-  const texts = documents.slice(0, 10).flatMap((text) => text.split('\n\n'));
-  const embedStart = performance.now();
-  for (const text of texts) embedText(text);
-  const embedPerSecond = texts.length / ((performance.now() - embedStart) / 1000);
-  await knowledge.close();
-  await db.close();
-  return { documents: documentCount, chunks, seconds, chunksPerSecond: chunks / seconds, localEmbedderTextsPerSecond: embedPerSecond };
+  return { ids, chunks, seconds, chunksPerSecond: chunks / seconds };
+}
+
+// 1. Ingestion through the service into a new collection.
+async function ingestion() {
+  return inDataDir(async (dataDir) => {
+    const { knowledge, userId, close } = await open(dataDir);
+    const documents = markdownDocuments(documentCount);
+    // The collection and its HNSW index exist before the clock starts.
+    await knowledge.addDocument(userId, { text: 'warm-up', contentType: 'text/markdown', collection: COLLECTION }, { apiKeyId: null });
+    const { chunks, seconds } = await addDocuments(knowledge, userId, documents);
+    // The local embedder alone, to tell its share from the database's.
+    const texts = documents.slice(0, 10).flatMap((text) => text.split('\n\n'));
+    const embedStart = performance.now();
+    for (const text of texts) embedText(text);
+    const embedPerSecond = texts.length / ((performance.now() - embedStart) / 1000);
+    await close();
+    return { documents: documentCount, chunks, seconds, chunksPerSecond: chunks / seconds, localEmbedderTextsPerSecond: embedPerSecond };
+  });
 }
 
 // 2. Search at each size. The corpus is bulk-loaded (rows inserted without the HNSW index, which is then
@@ -167,7 +217,7 @@ async function latencies(knowledge: Knowledge, userId: string, queries: string[]
   return { p50: percentile(times, 50), p99: percentile(times, 99) };
 }
 
-const EF_SWEEP = [40, 100, 200, 400];
+const EF_SWEEP = [40, 100, 200, 400, 800];
 
 /**
  * Recall@10 of the HNSW index: its top 10 (the service's query, at each ef_search) against the exact top
@@ -213,46 +263,58 @@ async function planOf(db: Db, userId: string): Promise<string> {
 }
 
 async function search() {
-  const { db, knowledge, userId } = await open();
-  // Makes the collection and its HNSW index; dropped during each bulk load and rebuilt after.
-  await knowledge.addDocument(userId, { text: 'warm-up', contentType: 'text/markdown', collection: COLLECTION }, { apiKeyId: null });
-  const indexName = `knowledge_chunks_embedding_${DIMENSIONS}_idx`;
-  const results = [];
-  let loaded = 1;
-  for (const size of sizes) {
-    await db.exec(`DROP INDEX IF EXISTS ${indexName}`);
-    const loadStart = performance.now();
-    await bulkLoad(db, userId, loaded, size);
-    const loadSeconds = (performance.now() - loadStart) / 1000;
-    loaded = size;
-    const indexStart = performance.now();
-    await db.exec(`SET maintenance_work_mem = '1GB'`);
-    await db.exec(
-      `CREATE INDEX ${indexName} ON knowledge_chunks USING hnsw ((embedding::vector(${DIMENSIONS})) vector_cosine_ops) WHERE dimensions = ${DIMENSIONS}`,
-    );
-    await db.exec('RESET maintenance_work_mem; ANALYZE');
-    const indexSeconds = (performance.now() - indexStart) / 1000;
-    const queries = Array.from({ length: queryCount }, question);
-    const modes = {} as Record<SearchMode, { p50: number; p99: number }>;
-    for (const mode of ['vector', 'keyword', 'hybrid'] as const) modes[mode] = await latencies(knowledge, userId, queries, mode);
-    const recall = await recallAt10(db, userId, queries.slice(0, Math.min(queryCount, 100)));
-    const plan = await planOf(db, userId);
-    results.push({
-      chunks: size,
-      bulkLoadSeconds: loadSeconds,
-      indexBuildSeconds: indexSeconds,
-      latencyMs: modes,
-      recallAt10: recall.byEf[config.knowledge.hnswEfSearch]?.recall ?? null,
-      recallByEfSearch: recall.byEf,
-      exactScanMsPerQuery: recall.exactMsPerQuery,
-      usesHnswIndex: plan.includes(indexName),
-      plan,
-    });
-    console.error(`  ${size} chunks measured`);
-  }
-  await knowledge.close();
-  await db.close();
-  return results;
+  return inDataDir(async (dataDir) => {
+    let opened = await open(dataDir);
+    // Makes the collection and its HNSW index; dropped during each bulk load and rebuilt after.
+    await opened.knowledge.addDocument(opened.userId, { text: 'warm-up', contentType: 'text/markdown', collection: COLLECTION }, { apiKeyId: null });
+    const indexName = `knowledge_chunks_embedding_${DIMENSIONS}_idx`;
+    const results = [];
+    let loaded = 1;
+    for (const size of sizes) {
+      const { db, userId } = opened;
+      await db.exec(`DROP INDEX IF EXISTS ${indexName}`);
+      const loadStart = performance.now();
+      await bulkLoad(db, userId, loaded, size);
+      const loadSeconds = (performance.now() - loadStart) / 1000;
+      loaded = size;
+      const indexStart = performance.now();
+      await db.exec(`SET maintenance_work_mem = '1GB'`);
+      await db.exec(
+        `CREATE INDEX ${indexName} ON knowledge_chunks USING hnsw ((embedding::vector(${DIMENSIONS})) vector_cosine_ops)
+         WITH (m = ${hnswM}, ef_construction = ${hnswEfConstruction}) WHERE dimensions = ${DIMENSIONS}`,
+      );
+      await db.exec('RESET maintenance_work_mem; ANALYZE');
+      const indexSeconds = (performance.now() - indexStart) / 1000;
+      // Measured after a restart, as a server would find this corpus (shared buffers sized at start-up).
+      await opened.close();
+      opened = await open(dataDir);
+      const { knowledge } = opened;
+      const queries = Array.from({ length: queryCount }, question);
+      const modes = {} as Record<SearchMode, { p50: number; p99: number }>;
+      for (const mode of ['vector', 'keyword', 'hybrid'] as const) modes[mode] = await latencies(knowledge, userId, queries, mode);
+      const recall = await recallAt10(opened.db, userId, queries.slice(0, Math.min(queryCount, 100)));
+      const plan = await planOf(opened.db, userId);
+      // Ingestion into the corpus of this size, whose index is as large as it gets here; then taken out again.
+      const ingestAtSize = await addDocuments(knowledge, userId, markdownDocuments(Math.max(10, Math.round(documentCount / 4))));
+      for (const id of ingestAtSize.ids) await knowledge.deleteDocument(userId, id);
+      results.push({
+        chunks: size,
+        sharedBuffersMb: opened.db.sharedBuffersMb,
+        bulkLoadSeconds: loadSeconds,
+        indexBuildSeconds: indexSeconds,
+        latencyMs: modes,
+        recallAt10: recall.byEf[config.knowledge.hnswEfSearch]?.recall ?? null,
+        recallByEfSearch: recall.byEf,
+        exactScanMsPerQuery: recall.exactMsPerQuery,
+        ingestionChunksPerSecond: ingestAtSize.chunksPerSecond,
+        usesHnswIndex: plan.includes(indexName),
+        plan,
+      });
+      console.error(`  ${size} chunks measured`);
+    }
+    await opened.close();
+    return results;
+  });
 }
 
 console.error('knowledge: ingesting…');
@@ -261,6 +323,7 @@ console.error('knowledge: searching…');
 const searches = await search();
 
 const ms = (value: number) => value.toFixed(1);
+console.log(`HNSW built with m = ${hnswM}, ef_construction = ${hnswEfConstruction}; searched with ef_search ${config.knowledge.hnswEfSearch}`);
 console.log(
   `Ingestion (PGlite, local embedder, HNSW + GIN maintained): ${ingest.chunks} chunks from ${ingest.documents} documents in ` +
     `${ingest.seconds.toFixed(1)} s = ${ingest.chunksPerSecond.toFixed(0)} chunks/s ` +
@@ -274,8 +337,10 @@ console.table(
     'hybrid p50/p99 ms': `${ms(row.latencyMs.hybrid.p50)} / ${ms(row.latencyMs.hybrid.p99)}`,
     [`recall@10 (ef ${config.knowledge.hnswEfSearch})`]: row.recallAt10?.toFixed(3),
     'HNSW used': row.usesHnswIndex,
+    'shared buffers MB': row.sharedBuffersMb,
     'bulk load s': row.bulkLoadSeconds.toFixed(0),
     'index build s': row.indexBuildSeconds.toFixed(0),
+    'ingestion at this size, chunks/s': row.ingestionChunksPerSecond.toFixed(0),
   })),
 );
 console.log('\nRecall@10 and time per raw vector query by hnsw.ef_search, against an exact scan:');
@@ -289,5 +354,5 @@ console.table(
 const resultsDir = fileURLToPath(new URL('./results/', import.meta.url));
 mkdirSync(resultsDir, { recursive: true });
 const file = `${resultsDir}knowledge-${new Date().toISOString().replaceAll(':', '-')}.json`;
-writeFileSync(file, `${JSON.stringify({ engine: 'pglite', queries: queryCount, ingestion: ingest, search: searches }, null, 2)}\n`);
+writeFileSync(file, `${JSON.stringify({ engine: 'pglite', queries: queryCount, hnsw: { m: hnswM, efConstruction: hnswEfConstruction }, ingestion: ingest, search: searches }, null, 2)}\n`);
 console.log(`\nFigures written to ${file}`);

@@ -35,6 +35,8 @@ export interface Config {
   dataDir: string;
   /** PostgreSQL instead of PGlite when set. */
   databaseUrl: string | undefined;
+  /** PGLITE_SHARED_BUFFERS: PGlite's shared buffers in megabytes, or sized at start-up to its vector indexes. */
+  pgliteSharedBuffers: number | 'auto';
   redisUrl: string | undefined;
   /** The deadline of every Redis command; past it the rate limiter counts on this server alone. */
   redisCommandTimeoutMs: number;
@@ -112,6 +114,18 @@ function readInt(env: Env, name: string, fallback: number, min: number, max: num
     throw new ConfigError(`${name} must be an integer from ${min} to ${max}; got "${raw}".`);
   }
   return value;
+}
+
+/** `auto`, or a size as PostgreSQL writes it (`256MB`, `1GB`), from 16 MB to 16 GB; in megabytes. */
+function readSharedBuffers(env: Env): number | 'auto' {
+  const raw = readString(env, 'PGLITE_SHARED_BUFFERS') ?? 'auto';
+  if (raw === 'auto') return raw;
+  const match = /^(\d+)\s*(MB|GB)$/i.exec(raw);
+  const megabytes = match ? Number(match[1]) * (match[2]!.toUpperCase() === 'GB' ? 1024 : 1) : Number.NaN;
+  if (!(megabytes >= 16 && megabytes <= 16 * 1024)) {
+    throw new ConfigError(`PGLITE_SHARED_BUFFERS must be auto or a size from 16MB to 16GB (such as 256MB); got "${raw}".`);
+  }
+  return megabytes;
 }
 
 function readSecret(env: Env, name: string): string | undefined {
@@ -239,7 +253,18 @@ function readKnowledge(env: Env): KnowledgeConfig {
     chunkOverlapTokens: readInt(env, 'KNOWLEDGE_CHUNK_OVERLAP_TOKENS', 40, 0, Math.floor(chunkTokens / 4)),
     embedBatchSize: readInt(env, 'KNOWLEDGE_EMBED_BATCH_SIZE', 64, 1, 2048),
     hnswEfSearch: readInt(env, 'KNOWLEDGE_HNSW_EF_SEARCH', 200, 10, 1000),
+    ...readHnswBuild(env),
   };
+}
+
+/** pgvector's bounds: m from 2 to 100, ef_construction from 4 to 1,000 and at least twice m. */
+function readHnswBuild(env: Env): Pick<KnowledgeConfig, 'hnswM' | 'hnswEfConstruction'> {
+  const hnswM = readInt(env, 'KNOWLEDGE_HNSW_M', 16, 2, 100);
+  const hnswEfConstruction = readInt(env, 'KNOWLEDGE_HNSW_EF_CONSTRUCTION', 64, 4, 1000);
+  if (hnswEfConstruction < 2 * hnswM) {
+    throw new ConfigError(`KNOWLEDGE_HNSW_EF_CONSTRUCTION must be at least twice KNOWLEDGE_HNSW_M (${2 * hnswM}); got ${hnswEfConstruction}.`);
+  }
+  return { hnswM, hnswEfConstruction };
 }
 
 export function loadConfig(env: Env = process.env): Config {
@@ -269,6 +294,7 @@ export function loadConfig(env: Env = process.env): Config {
     sseKeepAliveSeconds: readInt(env, 'SSE_KEEPALIVE_SECONDS', 15, 1, 3600),
     dataDir: readString(env, 'DATA_DIR') ?? './data',
     databaseUrl: readString(env, 'DATABASE_URL'),
+    pgliteSharedBuffers: readSharedBuffers(env),
     redisUrl: readString(env, 'REDIS_URL'),
     redisCommandTimeoutMs: readInt(env, 'REDIS_COMMAND_TIMEOUT_MS', 500, 10, 60_000),
     jwtSecret: readSecret(env, 'JWT_SECRET'),

@@ -110,8 +110,12 @@ export async function openDatabase(config: Config, logger?: Logger): Promise<Db>
     const { openPostgres } = await import('./store/postgres.ts');
     return openPostgres(config.databaseUrl, { onListenerError: (error) => logger?.warn({ err: error }, 'the database listener failed; reconnecting') });
   }
-  const { openPglite } = await import('./store/pglite.ts');
-  return openPglite({ dataDir: path.join(config.dataDir, 'pglite') });
+  const { openPglite, MIN_SHARED_BUFFERS_MB } = await import('./store/pglite.ts');
+  const db = await openPglite({ dataDir: path.join(config.dataDir, 'pglite'), sharedBuffers: config.pgliteSharedBuffers });
+  if (config.pgliteSharedBuffers === 'auto' && db.sharedBuffersMb > MIN_SHARED_BUFFERS_MB) {
+    logger?.info({ sharedBuffersMb: db.sharedBuffersMb }, 'PGlite shared buffers sized to hold its vector indexes');
+  }
+  return db;
 }
 
 export async function createServices(config: Config, overrides: ServiceOverrides = {}): Promise<Services> {

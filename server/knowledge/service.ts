@@ -35,6 +35,14 @@ export interface KnowledgeConfig {
   embedBatchSize: number;
   /** Candidates an HNSW scan keeps (pgvector's hnsw.ef_search): higher finds more true neighbours, slower. */
   hnswEfSearch: number;
+  /**
+   * How an HNSW index is built (pgvector's m and ef_construction): neighbours per node, and candidates
+   * weighed for them. Higher finds more true neighbours at a given ef_search, and makes every insert and
+   * the build slower. They apply to indexes made after they change; the start-up log names any index
+   * built otherwise.
+   */
+  hnswM: number;
+  hnswEfConstruction: number;
 }
 
 export interface KnowledgeDeps {
@@ -135,12 +143,26 @@ export async function createKnowledge(deps: KnowledgeDeps) {
   // Iterative index scans (pgvector 0.8) keep an HNSW scan going past rows the WHERE clause drops (other
   // users', other collections'), so a filtered search still returns `top_k` results.
   const iterativeScans = major > 0 || minor >= 8;
-  const indexed = new Set(
-    vectors
-      ? (await db.query<{ indexname: string }>(`SELECT indexname FROM pg_indexes WHERE tablename = 'knowledge_chunks' AND indexname LIKE 'knowledge_chunks_embedding_%_idx'`))
-          .map((row) => Number(/_(\d+)_idx$/.exec(row.indexname)?.[1]))
-      : [],
-  );
+  const vectorIndexes = vectors
+    ? await db.query<{ name: string; options: string[] | null }>(
+        `SELECT c.relname AS name, c.reloptions AS options FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
+         WHERE i.indrelid = 'knowledge_chunks'::regclass AND c.relname LIKE 'knowledge_chunks_embedding_%_idx'`,
+      )
+    : [];
+  const indexed = new Set(vectorIndexes.map((row) => Number(/_(\d+)_idx$/.exec(row.name)?.[1])));
+  const buildOptions = `m = ${config.hnswM}, ef_construction = ${config.hnswEfConstruction}`;
+  for (const { name, options } of vectorIndexes) {
+    // pgvector's defaults where the index was made without options.
+    const built = Object.fromEntries((options ?? []).map((option) => option.split('=')));
+    const m = Number(built.m ?? 16);
+    const efConstruction = Number(built.ef_construction ?? 64);
+    if (m !== config.hnswM || efConstruction !== config.hnswEfConstruction) {
+      logger.warn(
+        { index: name, m, efConstruction, configured: { m: config.hnswM, efConstruction: config.hnswEfConstruction } },
+        `the HNSW index ${name} was built with m = ${m}, ef_construction = ${efConstruction}; the configured ${buildOptions} apply once it is rebuilt (REINDEX INDEX ${name}), which blocks writes to knowledge for the build's length`,
+      );
+    }
+  }
 
   async function ensureVectorIndex(dimensions: number): Promise<void> {
     if (!vectors || indexed.has(dimensions)) return;
@@ -152,7 +174,7 @@ export async function createKnowledge(deps: KnowledgeDeps) {
     try {
       await db.exec(
         `CREATE INDEX IF NOT EXISTS knowledge_chunks_embedding_${dimensions}_idx ON knowledge_chunks
-         USING hnsw ((embedding::vector(${dimensions})) vector_cosine_ops) WHERE dimensions = ${dimensions}`,
+         USING hnsw ((embedding::vector(${dimensions})) vector_cosine_ops) WITH (${buildOptions}) WHERE dimensions = ${dimensions}`,
       );
     } catch (error) {
       if (!isDuplicateObject(error)) throw error;

@@ -11,6 +11,38 @@ export interface PgliteOptions {
   dataDir?: string;
   /** A `dumpDataDir` tarball to start from (tests start from a migrated template). */
   loadDataDir?: Blob;
+  /**
+   * Shared buffers in megabytes, or `auto` (the default): the minimum, raised at start-up to hold the
+   * tables a data directory searches by vector, with their indexes (up to AUTO_SHARED_BUFFERS_MAX_MB).
+   */
+  sharedBuffers?: number | 'auto';
+}
+
+/**
+ * PostgreSQL's default of 128 MB of shared buffers lives in PGlite's WebAssembly memory for good: at 16 MB
+ * an idle PGlite takes about 120 MB less resident memory (371 → 249 MB, measured alone).
+ */
+export const MIN_SHARED_BUFFERS_MB = 16;
+/**
+ * What `auto` gives at most. An HNSW search reads pages all over its index, and every page missing from
+ * the buffers is read through Emscripten's file system (a JavaScript call per 8 kB page): with 100k chunks
+ * (a 130 MB index) a search at ef_search 200 took 19.6 ms at 16 MB and 4.1 ms with the index in the
+ * buffers, and inserts ran 2.2 times faster (`npm run bench -- knowledge`).
+ */
+export const AUTO_SHARED_BUFFERS_MAX_MB = 1024;
+
+/**
+ * The minimum plus, for the tables searched by vector (those with an HNSW index: knowledge chunks), their
+ * size with all their indexes and a quarter more for growth, in megabytes. A hybrid search reads the HNSW
+ * index, then the rows its keyword half matches (whose full-text vectors it ranks) from all over the table.
+ */
+async function buffersForSearch(pg: PGlite): Promise<number> {
+  const { rows } = await pg.query<{ bytes: number }>(
+    `SELECT coalesce(sum(pg_total_relation_size(t.indrelid)), 0)::float8 AS bytes
+     FROM (SELECT DISTINCT i.indrelid FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid JOIN pg_am a ON a.oid = c.relam WHERE a.amname = 'hnsw') t`,
+  );
+  const wanted = MIN_SHARED_BUFFERS_MB + Math.ceil((1.25 * (rows[0]?.bytes ?? 0)) / 2 ** 20);
+  return Math.min(AUTO_SHARED_BUFFERS_MAX_MB, wanted);
 }
 
 const parsers = {
@@ -32,6 +64,8 @@ function wrap(pg: Pick<PGlite, 'query' | 'exec'>, prepared: PreparedQueries, inT
 export interface PgliteDb extends Db {
   /** A tarball of the database's files, to start other in-memory databases from (test templates). */
   dump(): Promise<Blob>;
+  /** The shared buffers it was started with. */
+  sharedBuffersMb: number;
 }
 
 function isAlive(pid: number): boolean {
@@ -96,19 +130,32 @@ export async function openPglite(options: PgliteOptions = {}): Promise<PgliteDb>
     mkdirSync(options.dataDir, { recursive: true });
     unlock = lockDataDir(options.dataDir);
   }
-  const pg = new PGlite({
-    ...(options.dataDir ? { dataDir: options.dataDir } : {}),
-    ...(options.loadDataDir ? { loadDataDir: options.loadDataDir } : {}),
-    extensions: { vector },
-    parsers,
-    // PostgreSQL's default of 128 MB of shared buffers lives in PGlite's WebAssembly memory for good: at
-    // 16 MB an idle PGlite takes about 120 MB less resident memory (371 → 249 MB, measured alone), and
-    // the files it reads stay in the operating system's page cache anyway.
-    postgresqlconf: ['shared_buffers=16MB'],
-  });
+  const start = async (sharedBuffersMb: number) => {
+    const started = new PGlite({
+      ...(options.dataDir ? { dataDir: options.dataDir } : {}),
+      ...(options.loadDataDir ? { loadDataDir: options.loadDataDir } : {}),
+      extensions: { vector },
+      parsers,
+      postgresqlconf: [`shared_buffers=${sharedBuffersMb}MB`],
+    });
+    await started.waitReady;
+    return started;
+  };
+  const requested = options.sharedBuffers ?? 'auto';
+  let sharedBuffersMb = requested === 'auto' ? MIN_SHARED_BUFFERS_MB : requested;
+  let pg: PGlite | undefined;
   try {
-    await pg.waitReady;
+    pg = await start(sharedBuffersMb);
+    // Shared buffers are set when PostgreSQL starts: a data directory whose tables want more is reopened,
+    // when they want enough more to be worth the second start (about half a second).
+    const wanted = requested === 'auto' && options.dataDir ? await buffersForSearch(pg) : sharedBuffersMb;
+    if (wanted >= sharedBuffersMb + MIN_SHARED_BUFFERS_MB / 2) {
+      await pg.close();
+      sharedBuffersMb = wanted;
+      pg = await start(sharedBuffersMb);
+    }
   } catch (error) {
+    if (pg && !pg.closed) await pg.close().catch(() => undefined);
     unlock();
     throw error;
   }
@@ -119,6 +166,7 @@ export async function openPglite(options: PgliteOptions = {}): Promise<PgliteDb>
   const db: PgliteDb = {
     engine: 'pglite',
     hasVector: true,
+    sharedBuffersMb,
     ...queryable,
     async transaction(fn) {
       return pg.transaction((tx) => fn(wrap(tx, prepared, true)));

@@ -66,7 +66,7 @@ function schemaHash(): string {
 }
 
 /** Migrations, then the job queue's tables, as a server's start would make them. */
-async function prepare(db: Db): Promise<void> {
+export async function prepareDatabase(db: Db): Promise<void> {
   await migrate(db);
   await installJobs(db, createLogger('silent'));
 }
@@ -78,7 +78,7 @@ export async function createPgliteDatabase(): Promise<Db> {
     return openPglite({ loadDataDir: new Blob([readFileSync(template)]) });
   }
   const db = await openPglite();
-  await prepare(db);
+  await prepareDatabase(db);
   const dump = new Uint8Array(await (await db.dump()).arrayBuffer());
   const partial = `${template}.${process.pid}.tmp`;
   writeFileSync(partial, dump);
@@ -145,7 +145,7 @@ async function postgresTemplate(admin: pg.Client): Promise<string> {
     await admin.query(`CREATE DATABASE ${partial}`);
     const db = await openPostgres(databaseUrl(partial), { max: 2 });
     try {
-      await prepare(db);
+      await prepareDatabase(db);
     } finally {
       await db.close();
     }
