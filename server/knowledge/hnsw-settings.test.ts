@@ -1,6 +1,6 @@
 // How HNSW indexes are built: KNOWLEDGE_HNSW_M and KNOWLEDGE_HNSW_EF_CONSTRUCTION reach the index a new
-// dimension gets, are refused at start-up outside pgvector's bounds, and an index built otherwise is named
-// in the start-up log. On PGlite, which always has pgvector.
+// dimension gets, are refused at start-up outside pgvector's bounds, an index built otherwise is named in
+// the start-up log, and a rebuild applies them. On PGlite, which always has pgvector.
 import { Writable } from 'node:stream';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -12,6 +12,7 @@ import type { Db } from '../store/db.ts';
 import { createPgliteDatabase } from '../testing/database.ts';
 import { createUsageMeter } from '../usage/meter.ts';
 import { createKnowledge } from './service.ts';
+import { rebuildVectorIndexes, vectorIndexes } from './vector-indexes.ts';
 
 describe('HNSW build settings', () => {
   it('default to pgvector’s own and are checked against its bounds', () => {
@@ -70,9 +71,19 @@ describe('HNSW build settings', () => {
       // A restart with other settings keeps the index and says how it was built.
       await knowledgeWith({});
       expect(lines).toMatchObject([{ index: 'knowledge_chunks_embedding_256_idx', m: 8 }]);
-      expect(lines[0]!.msg).toMatch(/m = 8, ef_construction = 20; the configured m = 16, ef_construction = 64 apply once it is rebuilt/);
+      expect(lines[0]!.msg).toMatch(/m = 8, ef_construction = 20; the configured m = 16, ef_construction = 64 apply once it is rebuilt: npm run reindex-knowledge/);
       lines.length = 0;
       await knowledgeWith({ KNOWLEDGE_HNSW_M: '8', KNOWLEDGE_HNSW_EF_CONSTRUCTION: '20' });
+      expect(lines).toEqual([]);
+
+      // Rebuilt with the defaults (what npm run reindex-knowledge does): the settings change, the data stays searchable.
+      const defaults = loadConfig({}).knowledge;
+      expect((await rebuildVectorIndexes(db, defaults)).map((index) => index.name)).toEqual(['knowledge_chunks_embedding_256_idx']);
+      expect(await vectorIndexes(db)).toEqual([{ name: 'knowledge_chunks_embedding_256_idx', dimensions: 256, m: 16, efConstruction: 64 }]);
+      expect(await rebuildVectorIndexes(db, defaults)).toEqual([]);
+      const again = await knowledge.search(userId, { query: 'lighthouse ships', mode: 'vector', top_k: 1 }, { apiKeyId: null });
+      expect(again.results.map((result) => result.text)).toEqual([text]);
+      await knowledgeWith({});
       expect(lines).toEqual([]);
       await knowledge.close();
     });

@@ -18,6 +18,7 @@ import { chunkText, type Chunk } from './chunk.ts';
 import type { DocumentType } from './extract.ts';
 import { keywordSearch, reciprocalRankFusion, vectorLiteral, vectorSearch, type Scope, type SearchResult } from './search.ts';
 import * as store from './store.ts';
+import { buildOptions, builtAs, vectorIndexes } from './vector-indexes.ts';
 import type { CollectionRow, DocumentRow, KnowledgeCollection, KnowledgeDocument, Metadata } from './store.ts';
 import { holdQuota, type ResourceLimit } from '../limits/quotas.ts';
 
@@ -143,23 +144,13 @@ export async function createKnowledge(deps: KnowledgeDeps) {
   // Iterative index scans (pgvector 0.8) keep an HNSW scan going past rows the WHERE clause drops (other
   // users', other collections'), so a filtered search still returns `top_k` results.
   const iterativeScans = major > 0 || minor >= 8;
-  const vectorIndexes = vectors
-    ? await db.query<{ name: string; options: string[] | null }>(
-        `SELECT c.relname AS name, c.reloptions AS options FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
-         WHERE i.indrelid = 'knowledge_chunks'::regclass AND c.relname LIKE 'knowledge_chunks_embedding_%_idx'`,
-      )
-    : [];
-  const indexed = new Set(vectorIndexes.map((row) => Number(/_(\d+)_idx$/.exec(row.name)?.[1])));
-  const buildOptions = `m = ${config.hnswM}, ef_construction = ${config.hnswEfConstruction}`;
-  for (const { name, options } of vectorIndexes) {
-    // pgvector's defaults where the index was made without options.
-    const built = Object.fromEntries((options ?? []).map((option) => option.split('=')));
-    const m = Number(built.m ?? 16);
-    const efConstruction = Number(built.ef_construction ?? 64);
-    if (m !== config.hnswM || efConstruction !== config.hnswEfConstruction) {
+  const existing = vectors ? await vectorIndexes(db) : [];
+  const indexed = new Set(existing.map((index) => index.dimensions));
+  for (const index of existing) {
+    if (!builtAs(index, config)) {
       logger.warn(
-        { index: name, m, efConstruction, configured: { m: config.hnswM, efConstruction: config.hnswEfConstruction } },
-        `the HNSW index ${name} was built with m = ${m}, ef_construction = ${efConstruction}; the configured ${buildOptions} apply once it is rebuilt (REINDEX INDEX ${name}), which blocks writes to knowledge for the build's length`,
+        { index: index.name, m: index.m, efConstruction: index.efConstruction, configured: { m: config.hnswM, efConstruction: config.hnswEfConstruction } },
+        `the HNSW index ${index.name} was built with m = ${index.m}, ef_construction = ${index.efConstruction}; the configured ${buildOptions(config)} apply once it is rebuilt: npm run reindex-knowledge, with the server stopped`,
       );
     }
   }
@@ -174,7 +165,7 @@ export async function createKnowledge(deps: KnowledgeDeps) {
     try {
       await db.exec(
         `CREATE INDEX IF NOT EXISTS knowledge_chunks_embedding_${dimensions}_idx ON knowledge_chunks
-         USING hnsw ((embedding::vector(${dimensions})) vector_cosine_ops) WITH (${buildOptions}) WHERE dimensions = ${dimensions}`,
+         USING hnsw ((embedding::vector(${dimensions})) vector_cosine_ops) WITH (${buildOptions(config)}) WHERE dimensions = ${dimensions}`,
       );
     } catch (error) {
       if (!isDuplicateObject(error)) throw error;

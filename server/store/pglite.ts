@@ -1,5 +1,6 @@
 // The embedded default: PostgreSQL compiled to WebAssembly, in-process, with pgvector.
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { totalmem } from 'node:os';
 import path from 'node:path';
 import { PGlite, types } from '@electric-sql/pglite';
 import { vector } from '@electric-sql/pglite-pgvector';
@@ -24,12 +25,11 @@ export interface PgliteOptions {
  */
 export const MIN_SHARED_BUFFERS_MB = 16;
 /**
- * What `auto` gives at most. An HNSW search reads pages all over its index, and every page missing from
- * the buffers is read through Emscripten's file system (a JavaScript call per 8 kB page): with 100k chunks
- * (a 130 MB index) a search at ef_search 200 took 19.6 ms at 16 MB and 4.1 ms with the index in the
- * buffers, and inserts ran 2.2 times faster (`npm run bench -- knowledge`).
+ * What `auto` gives at most: 1 GB, or a quarter of the machine's memory (PostgreSQL's own rule of thumb)
+ * where that is less. An HNSW search reads pages all over its index, and every page missing from the
+ * buffers is read through Emscripten's file system, a JavaScript call per 8 kB page.
  */
-export const AUTO_SHARED_BUFFERS_MAX_MB = 1024;
+export const AUTO_SHARED_BUFFERS_MAX_MB = Math.min(1024, Math.floor(totalmem() / 4 / 2 ** 20));
 
 /**
  * The minimum plus, for the tables searched by vector (those with an HNSW index: knowledge chunks), their

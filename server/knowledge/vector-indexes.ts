@@ -1,0 +1,60 @@
+// The partial HNSW indexes of knowledge chunks, one per embedding dimension: how they were built, and
+// rebuilding them with the configured settings (npm run reindex-knowledge).
+import type { Db, Queryable } from '../store/db.ts';
+
+export interface HnswSettings {
+  hnswM: number;
+  hnswEfConstruction: number;
+}
+
+export interface VectorIndex {
+  name: string;
+  dimensions: number;
+  m: number;
+  efConstruction: number;
+}
+
+/** pgvector's defaults, which an index made without options has. */
+const PGVECTOR_DEFAULTS = { m: 16, efConstruction: 64 };
+
+/** The WITH clause of an index built with these settings. */
+export const buildOptions = (settings: HnswSettings) => `m = ${settings.hnswM}, ef_construction = ${settings.hnswEfConstruction}`;
+
+export async function vectorIndexes(db: Queryable): Promise<VectorIndex[]> {
+  const rows = await db.query<{ name: string; options: string[] | null }>(
+    `SELECT c.relname AS name, c.reloptions AS options FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
+     WHERE i.indrelid = 'knowledge_chunks'::regclass AND c.relname LIKE 'knowledge_chunks_embedding_%_idx' ORDER BY c.relname`,
+  );
+  return rows.map(({ name, options }) => {
+    const built = Object.fromEntries((options ?? []).map((option) => option.split('=')));
+    return {
+      name,
+      dimensions: Number(/_(\d+)_idx$/.exec(name)?.[1]),
+      m: Number(built.m ?? PGVECTOR_DEFAULTS.m),
+      efConstruction: Number(built.ef_construction ?? PGVECTOR_DEFAULTS.efConstruction),
+    };
+  });
+}
+
+export const builtAs = (index: VectorIndex, settings: HnswSettings) =>
+  index.m === settings.hnswM && index.efConstruction === settings.hnswEfConstruction;
+
+/**
+ * Rebuilds every index not built with `settings`, one after another; knowledge cannot be written while
+ * its index is rebuilt. Answers the indexes rebuilt, each with how long it took.
+ */
+export async function rebuildVectorIndexes(db: Db, settings: HnswSettings): Promise<{ name: string; seconds: number }[]> {
+  const rebuilt = [];
+  for (const index of await vectorIndexes(db)) {
+    if (builtAs(index, settings)) continue;
+    const start = performance.now();
+    await db.transaction(async (tx) => {
+      // Enough memory to build the graph in memory at 100k chunks of 256 dimensions; on disk it is far slower.
+      await tx.query("SELECT set_config('maintenance_work_mem', '512MB', true)");
+      await tx.exec(`ALTER INDEX ${index.name} SET (${buildOptions(settings)})`);
+      await tx.exec(`REINDEX INDEX ${index.name}`);
+    });
+    rebuilt.push({ name: index.name, seconds: (performance.now() - start) / 1000 });
+  }
+  return rebuilt;
+}
