@@ -1,8 +1,9 @@
 // Knowledge on PGlite: ingestion throughput through the service (chunking, the local embedder, inserts
 // with the HNSW and GIN indexes in place), search latency per mode at growing corpus sizes, and recall@10
 // of the HNSW index against an exact scan of the same query, and ingestion again into the corpus of each
-// size. Prints a table and writes JSON to bench/results/; asserts nothing. The HNSW settings come from the
-// environment, as the server's do.
+// size. It runs on a data directory, as the server does, reopened after each bulk load as a restarted
+// server would open it. Prints a table and writes JSON to bench/results/; asserts nothing. The HNSW
+// settings and PGLITE_SHARED_BUFFERS come from the environment, as the server's do.
 //
 //   node bench/knowledge.ts                         (or: npm run bench -- knowledge)
 //   node bench/knowledge.ts --sizes 10000,100000 --queries 200 --documents 100
@@ -89,9 +90,9 @@ function percentile(sorted: number[], p: number): number {
 }
 
 const logger = pino({ level: 'silent' });
-const hnswSettings = ['KNOWLEDGE_HNSW_M', 'KNOWLEDGE_HNSW_EF_CONSTRUCTION', 'KNOWLEDGE_HNSW_EF_SEARCH', 'PGLITE_SHARED_BUFFERS'] as const;
+const fromEnvironment = ['KNOWLEDGE_HNSW_M', 'KNOWLEDGE_HNSW_EF_CONSTRUCTION', 'KNOWLEDGE_HNSW_EF_SEARCH', 'PGLITE_SHARED_BUFFERS'] as const;
 const config = loadConfig({
-  ...Object.fromEntries(hnswSettings.flatMap((name) => (process.env[name] ? [[name, process.env[name]]] : []))),
+  ...Object.fromEntries(fromEnvironment.flatMap((name) => (process.env[name] ? [[name, process.env[name]]] : []))),
   LOG_LEVEL: 'silent',
   KNOWLEDGE_INLINE_MAX_BYTES: String(10 * 1024 * 1024),
 });
