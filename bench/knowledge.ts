@@ -5,8 +5,8 @@
 // server would open it. Prints a table and writes JSON to bench/results/; asserts nothing. The HNSW
 // settings and PGLITE_SHARED_BUFFERS come from the environment, as the server's do.
 //
-//   node bench/knowledge.ts                         (or: npm run bench -- knowledge)
-//   node bench/knowledge.ts --sizes 10000,100000 --queries 200 --documents 100
+//   npm run bench -- knowledge
+//   npm run bench:knowledge -- --sizes 10000,100000 --queries 200 --documents 100
 //   KNOWLEDGE_HNSW_M=32 KNOWLEDGE_HNSW_EF_CONSTRUCTION=128 npm run bench -- knowledge
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
