@@ -35,7 +35,7 @@ export interface Config {
   dataDir: string;
   /** PostgreSQL instead of PGlite when set. */
   databaseUrl: string | undefined;
-  /** PGLITE_SHARED_BUFFERS: PGlite's shared buffers in megabytes, or sized at start-up to its vector indexes. */
+  /** PGLITE_SHARED_BUFFERS: PGlite's shared buffers in megabytes, or `auto`: sized at start-up to the tables it searches by vector. */
   pgliteSharedBuffers: number | 'auto';
   redisUrl: string | undefined;
   /** The deadline of every Redis command; past it the rate limiter counts on this server alone. */

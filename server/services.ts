@@ -113,7 +113,7 @@ export async function openDatabase(config: Config, logger?: Logger): Promise<Db>
   const { openPglite, MIN_SHARED_BUFFERS_MB } = await import('./store/pglite.ts');
   const db = await openPglite({ dataDir: path.join(config.dataDir, 'pglite'), sharedBuffers: config.pgliteSharedBuffers });
   if (config.pgliteSharedBuffers === 'auto' && db.sharedBuffersMb > MIN_SHARED_BUFFERS_MB) {
-    logger?.info({ sharedBuffersMb: db.sharedBuffersMb }, 'PGlite shared buffers sized to hold its vector indexes');
+    logger?.info({ sharedBuffersMb: db.sharedBuffersMb }, 'PGlite shared buffers sized to hold the tables it searches by vector');
   }
   return db;
 }

@@ -147,7 +147,7 @@ export async function openPglite(options: PgliteOptions = {}): Promise<PgliteDb>
   try {
     pg = await start(sharedBuffersMb);
     // Shared buffers are set when PostgreSQL starts: a data directory whose tables want more is reopened,
-    // when they want enough more to be worth the second start (about half a second).
+    // when they want enough more to be worth a second start of PGlite.
     const wanted = requested === 'auto' && options.dataDir ? await buffersForSearch(pg) : sharedBuffersMb;
     if (wanted >= sharedBuffersMb + MIN_SHARED_BUFFERS_MB / 2) {
       await pg.close();
