@@ -17,7 +17,7 @@ import { pino } from 'pino';
 import { loadConfig } from '../server/config.ts';
 import { findOrCreateUser } from '../server/identity/users.ts';
 import { createKnowledge, type Knowledge, type SearchMode } from '../server/knowledge/service.ts';
-import { vectorLiteral, vectorSearch } from '../server/knowledge/search.ts';
+import { keywordSearch, vectorLiteral, vectorSearch } from '../server/knowledge/search.ts';
 import { embedText } from '../server/models/local.ts';
 import { createModelGateway } from '../server/models/providers.ts';
 import type { Db } from '../server/store/db.ts';
@@ -253,6 +253,31 @@ async function recallAt10(db: Db, userId: string, queries: string[]) {
   return { exactMsPerQuery: exactMs, byEf };
 }
 
+/**
+ * Keyword search as the service runs it (common words left out) against the same search keeping every
+ * word, side by side: the latency of each, and how many of the top 10 they share.
+ */
+async function commonWords(db: Db, userId: string, queries: string[]) {
+  const scope = { userId, collections: [COLLECTION], filter: undefined };
+  const timed = async (keepCommon: boolean) => {
+    const times: number[] = [];
+    const tops: string[][] = [];
+    for (const query of queries) {
+      const start = performance.now();
+      tops.push((await keywordSearch(db, scope, query, 10, { keepCommon })).map((r) => r.id));
+      times.push(performance.now() - start);
+    }
+    times.sort((a, b) => a - b);
+    return { p50: percentile(times, 50), p99: percentile(times, 99), tops };
+  };
+  await timed(true);
+  const left = await timed(false);
+  const kept = await timed(true);
+  const shared = left.tops.reduce((sum, top, i) => sum + top.filter((id) => kept.tops[i]!.includes(id)).length, 0);
+  const total = kept.tops.reduce((sum, top) => sum + top.length, 0);
+  return { left: { p50: left.p50, p99: left.p99 }, kept: { p50: kept.p50, p99: kept.p99 }, top10Shared: total ? shared / total : 1 };
+}
+
 async function planOf(db: Db, userId: string): Promise<string> {
   const rows = await db.query<{ 'QUERY PLAN': string }>(
     `EXPLAIN SELECT c.id FROM knowledge_chunks c JOIN knowledge_documents d ON d.id = c.document_id
@@ -294,6 +319,7 @@ async function search() {
       const modes = {} as Record<SearchMode, { p50: number; p99: number }>;
       for (const mode of ['vector', 'keyword', 'hybrid'] as const) modes[mode] = await latencies(knowledge, userId, queries, mode);
       const recall = await recallAt10(opened.db, userId, queries.slice(0, Math.min(queryCount, 100)));
+      const keywords = await commonWords(opened.db, userId, queries);
       const plan = await planOf(opened.db, userId);
       // Ingestion into the corpus of this size, whose index is as large as it gets here; then taken out again.
       const ingestAtSize = await addDocuments(knowledge, userId, markdownDocuments(Math.max(10, Math.round(documentCount / 4))));
@@ -307,6 +333,7 @@ async function search() {
         recallAt10: recall.byEf[config.knowledge.hnswEfSearch]?.recall ?? null,
         recallByEfSearch: recall.byEf,
         exactScanMsPerQuery: recall.exactMsPerQuery,
+        keywordCommonWords: keywords,
         ingestionChunksPerSecond: ingestAtSize.chunksPerSecond,
         usesHnswIndex: plan.includes(indexName),
         plan,
@@ -350,6 +377,16 @@ console.table(
     chunks: row.chunks,
     ...Object.fromEntries(Object.entries(row.recallByEfSearch).map(([ef, { recall, msPerQuery }]) => [`ef ${ef}`, `${recall.toFixed(3)} (${ms(msPerQuery)} ms)`])),
     'exact scan': `1.000 (${ms(row.exactScanMsPerQuery)} ms)`,
+  })),
+);
+console.log('\nKeyword search leaving out words in over a tenth of the chunks (as served) / keeping every word, raw queries:');
+console.table(
+  searches.map((row) => ({
+    chunks: row.chunks,
+    'common words left out p50/p99 ms': `${ms(row.keywordCommonWords.left.p50)} / ${ms(row.keywordCommonWords.left.p99)}`,
+    'every word kept p50/p99 ms': `${ms(row.keywordCommonWords.kept.p50)} / ${ms(row.keywordCommonWords.kept.p99)}`,
+    'p99 ratio': (row.keywordCommonWords.left.p99 / row.keywordCommonWords.kept.p99).toFixed(2),
+    'top 10 shared': row.keywordCommonWords.top10Shared.toFixed(3),
   })),
 );
 const resultsDir = fileURLToPath(new URL('./results/', import.meta.url));

@@ -6,7 +6,7 @@ import { availableEngines } from '../testing/database.ts';
 import { startTestServer, type TestServer, type TestUser } from '../testing/harness.ts';
 import { corpus, queries } from './testdata/corpus.ts';
 import { unlimitedPlanEnv } from '../testing/plans.ts';
-import { anyWordQuery, reciprocalRankFusion, type SearchResult } from './search.ts';
+import { keywordQuery, queryWords, reciprocalRankFusion, type SearchResult } from './search.ts';
 
 type Mode = 'vector' | 'keyword' | 'hybrid';
 
@@ -134,9 +134,21 @@ describe.each(await availableEngines())('knowledge search on %s', (engine) => {
 });
 
 describe('search building blocks', () => {
-  it('turns a question into an any-word query that cannot carry operators', () => {
-    expect(anyWordQuery('how long -do "I" have? (or not)')).toBe('how or long or do or I or have or or or not');
-    expect(anyWordQuery('¿?!')).toBe('');
+  it('keeps only the words of a question, so that it cannot carry operators', () => {
+    expect(queryWords('how long -do "I" have? (or not) & x:*')).toBe('how long do I have or not x');
+    expect(queryWords('¿?!')).toBe('');
+  });
+
+  it('leaves common lexemes out of the keyword query, and asks for all of them when every one is common', () => {
+    const terms = (...counts: number[]) => counts.map((chunks, i) => ({ lexeme: `w${i}`, chunks }));
+    // 100k chunks: common means in more than 10,000 of them.
+    expect(keywordQuery(terms(12, 40_000, 9_000), 100_000)).toBe("'w0' | 'w2'");
+    expect(keywordQuery(terms(12, 40_000, 9_000), 100_000, true)).toBe("'w0' | 'w1' | 'w2'");
+    expect(keywordQuery(terms(60_000, 40_000), 100_000)).toBe("'w0' & 'w1'");
+    // A small collection keeps every word until it is in 1,000 chunks.
+    expect(keywordQuery(terms(900, 3), 1_500)).toBe("'w0' | 'w1'");
+    expect(keywordQuery(terms(1_200, 3), 1_500)).toBe("'w1'");
+    expect(keywordQuery([{ lexeme: "o'neil\\", chunks: 1 }], 10)).toBe("'o''neil\\\\'");
   });
 
   it('fuses ranked lists by reciprocal rank, rewarding results both lists agree on', () => {

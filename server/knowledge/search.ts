@@ -1,6 +1,7 @@
 // The search queries. Vector: cosine distance on `embedding::vector(n)`, cast exactly as the partial HNSW
 // index for dimension n is built, so the planner can use it. Keyword: PostgreSQL full-text search over the
-// generated tsvector (GIN index), ranked by ts_rank. Hybrid: reciprocal rank fusion of the two lists.
+// generated tsvector (GIN index), ranked by ts_rank, leaving out words that many chunks hold. Hybrid:
+// reciprocal rank fusion of the two lists.
 import type { components } from '../../generated/openapi.gen.ts';
 import type { Queryable, SqlValue } from '../store/db.ts';
 import type { Metadata } from './store.ts';
@@ -49,29 +50,83 @@ export async function vectorSearch(db: Queryable, scope: Scope, dimensions: numb
   );
 }
 
-/**
- * The query's words, any of which may match: full-text search would otherwise demand every word, and a
- * question rarely shares all of its words with the passage that answers it. websearch_to_tsquery never
- * fails on user input; only letters and digits reach it, so its operators cannot be injected.
- */
-export function anyWordQuery(query: string): string {
-  return (query.match(/[\p{L}\p{N}]+/gu) ?? []).slice(0, 64).join(' or ');
+/** The question's words: letters and digits only, so that no operator of any query syntax reaches SQL. */
+export function queryWords(query: string): string {
+  return (query.match(/[\p{L}\p{N}]+/gu) ?? []).slice(0, 64).join(' ');
 }
 
-export async function keywordSearch(db: Queryable, scope: Scope, query: string, limit: number): Promise<SearchResult[]> {
-  const words = anyWordQuery(query);
-  if (!words) return [];
-  const params: SqlValue[] = [words];
+/**
+ * A lexeme in more than this share of the chunks searched is left out of the keyword query, as an inverse
+ * document frequency would weigh it near zero: ranking every chunk that holds it is most of a slow keyword
+ * search's time (a word in half of 100k chunks means 50k ranked rows), and it barely moves the top results.
+ */
+export const COMMON_WORD_SHARE = 0.1;
+/** ...unless it is in fewer chunks than this: ranking that many is cheap, and small collections keep every word. */
+export const COMMON_WORD_MIN_CHUNKS = 1000;
+
+export interface QueryTerm {
+  lexeme: string;
+  /** The chunks in the searched collections that hold it. */
+  chunks: number;
+}
+
+/** A lexeme as a quoted tsquery operand: quotes and backslashes doubled. */
+function operand(lexeme: string): string {
+  return `'${lexeme.replaceAll('\\', '\\\\').replaceAll("'", "''")}'`;
+}
+
+/**
+ * The tsquery for a question's terms: any of them may match, as a question rarely shares all of its words
+ * with the passage that answers it, but the common ones are left out. When every term is common, a chunk
+ * must hold them all. `keepCommon` keeps every term (what the bench compares with).
+ */
+export function keywordQuery(terms: QueryTerm[], totalChunks: number, keepCommon = false): string {
+  const limit = Math.max(COMMON_WORD_MIN_CHUNKS, COMMON_WORD_SHARE * totalChunks);
+  const rare = terms.filter((term) => term.chunks <= limit);
+  if (keepCommon || rare.length === terms.length) return terms.map((term) => operand(term.lexeme)).join(' | ');
+  if (rare.length > 0) return rare.map((term) => operand(term.lexeme)).join(' | ');
+  return terms.map((term) => operand(term.lexeme)).join(' & ');
+}
+
+/** The question's lexemes (stemmed, stop words out) with how many chunks in scope hold each, and the chunks in scope. */
+async function queryTerms(db: Queryable, scope: Scope, words: string): Promise<{ terms: QueryTerm[]; totalChunks: number }> {
+  const rows = await db.query<QueryTerm & { total: number }>(
+    `SELECT l.lexeme, coalesce(sum(t.chunks), 0)::int8 AS chunks,
+            (SELECT coalesce(sum(chunk_count), 0) FROM knowledge_collections WHERE user_id = $2 AND name = ANY($3::text[]))::int8 AS total
+     FROM unnest(tsvector_to_array(to_tsvector('english', $1))) AS l(lexeme)
+     LEFT JOIN knowledge_terms t ON t.user_id = $2 AND t.collection = ANY($3::text[]) AND t.lexeme = l.lexeme
+     GROUP BY l.lexeme ORDER BY l.lexeme`,
+    [words, scope.userId, scope.collections],
+  );
+  return { terms: rows.map(({ lexeme, chunks }) => ({ lexeme, chunks })), totalChunks: rows[0]?.total ?? 0 };
+}
+
+async function rankedMatches(db: Queryable, scope: Scope, tsquery: string, limit: number): Promise<SearchResult[]> {
+  const params: SqlValue[] = [tsquery];
   const where = scopeClause(scope, params);
   params.push(limit);
   return db.query<SearchResult>(
-    `SELECT ${RESULT_COLUMNS}, ts_rank(c.tsv, q.query) AS score
-     FROM knowledge_chunks c JOIN knowledge_documents d ON d.id = c.document_id,
-          websearch_to_tsquery('english', $1) AS q(query)
-     WHERE ${where} AND c.tsv @@ q.query
+    `SELECT ${RESULT_COLUMNS}, ts_rank(c.tsv, $1::tsquery) AS score
+     FROM knowledge_chunks c JOIN knowledge_documents d ON d.id = c.document_id
+     WHERE ${where} AND c.tsv @@ $1::tsquery
      ORDER BY score DESC, c.id LIMIT $${params.length}`,
     params,
   );
+}
+
+/**
+ * Full-text search ranked by ts_rank, over the question's words less the common ones (see keywordQuery).
+ * Where that finds nothing, any of the words may match after all, common ones included.
+ */
+export async function keywordSearch(db: Queryable, scope: Scope, query: string, limit: number, options: { keepCommon?: boolean } = {}): Promise<SearchResult[]> {
+  const words = queryWords(query);
+  if (!words) return [];
+  const { terms, totalChunks } = await queryTerms(db, scope, words);
+  if (terms.length === 0) return [];
+  const anyTerm = keywordQuery(terms, totalChunks, true);
+  const tsquery = options.keepCommon ? anyTerm : keywordQuery(terms, totalChunks);
+  const results = await rankedMatches(db, scope, tsquery, limit);
+  return results.length > 0 || tsquery === anyTerm ? results : rankedMatches(db, scope, anyTerm, limit);
 }
 
 /** Fuses ranked lists: each result scores the sum of 1 / (RRF_K + rank) over the lists it appears in. */
