@@ -64,9 +64,12 @@ export const COMMON_WORD_SHARE = 0.1;
 /** ...unless it is in fewer chunks than this: ranking that many is cheap, and small collections keep every word. */
 export const COMMON_WORD_MIN_CHUNKS = 1000;
 
+/** knowledge_terms counts the lexemes of one chunk in eight (migration 0015): a count times this estimates the chunks. */
+export const TERM_COUNT_SAMPLE = 8;
+
 export interface QueryTerm {
   lexeme: string;
-  /** The chunks in the searched collections that hold it. */
+  /** The chunks in the searched collections that hold it (estimated from a sample). */
   chunks: number;
 }
 
@@ -88,10 +91,10 @@ export function keywordQuery(terms: QueryTerm[], totalChunks: number, keepCommon
   return terms.map((term) => operand(term.lexeme)).join(' & ');
 }
 
-/** The question's lexemes (stemmed, stop words out) with how many chunks in scope hold each, and the chunks in scope. */
+/** The question's lexemes (stemmed, stop words out) with about how many chunks in scope hold each, and the chunks in scope. */
 async function queryTerms(db: Queryable, scope: Scope, words: string): Promise<{ terms: QueryTerm[]; totalChunks: number }> {
   const rows = await db.query<QueryTerm & { total: number }>(
-    `SELECT l.lexeme, coalesce(sum(t.chunks), 0)::int8 AS chunks,
+    `SELECT l.lexeme, (coalesce(sum(t.chunks), 0) * ${TERM_COUNT_SAMPLE})::int8 AS chunks,
             (SELECT coalesce(sum(chunk_count), 0) FROM knowledge_collections WHERE user_id = $2 AND name = ANY($3::text[]))::int8 AS total
      FROM unnest(tsvector_to_array(to_tsvector('english', $1))) AS l(lexeme)
      LEFT JOIN knowledge_terms t ON t.user_id = $2 AND t.collection = ANY($3::text[]) AND t.lexeme = l.lexeme
