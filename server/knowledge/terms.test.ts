@@ -107,6 +107,22 @@ describe.each(await availableEngines())('keyword search without common words on 
     expect(now.collections.map((c) => c.chunk_count)).toEqual([1]);
   });
 
+  it('keeps the counts right when documents of one collection are added and deleted at once', async () => {
+    const user = await server.signUp();
+    const words = ['harbour', 'tide', 'anchor', 'rope', 'sail', 'keel', 'mast', 'hull'];
+    // Every document shares most of its words with the others, so their counts' rows are written at once.
+    const texts = (round: number) => words.map((_, i) => `${words.slice(i).join(' ')} ${words.slice(0, i).join(' ')} log ${round}-${i}.`);
+    const first = await Promise.all(texts(1).map((text) => add(user, text, 'dock')));
+    const [, deleted] = await Promise.all([
+      Promise.all(texts(2).map((text) => add(user, text, 'dock'))),
+      Promise.all(first.map((documentId) => user.client.DELETE('/v1/knowledge/documents/{documentId}', { params: { path: { documentId } } }))),
+    ]);
+    expect(deleted.map((d) => d.response.status)).toEqual(first.map(() => 204));
+    const now = await counts(db, user.userId);
+    expect(now.kept).toEqual(now.recount);
+    expect(now.collections).toEqual([{ name: 'dock', chunk_count: 8, stored: 8 }]);
+  });
+
   it('holds nothing of a deleted user', async () => {
     const leaving = await server.signUp();
     await add(leaving, 'Sea notes.', 'sea');
