@@ -1,12 +1,14 @@
 // A chunk's row keeps its embedding with it (migration 0016): an exact scan reads vectors from the rows it
 // visits instead of looking each one up in the TOAST table. A row too large for a page still goes out of
-// line and reads back whole. On PGlite, which always has pgvector.
+// line and reads back whole; rows stored before the migration move in when the table is rewritten
+// (npm run reindex-knowledge -- --rewrite). On PGlite, which always has pgvector.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { findOrCreateUser } from '../identity/users.ts';
 import type { Db } from '../store/db.ts';
 import { newId } from '../store/ids.ts';
 import { createPgliteDatabase } from '../testing/database.ts';
 import { vectorLiteral } from './search.ts';
+import { chunksOutOfLine, rewriteChunkRows } from './vector-indexes.ts';
 
 describe('knowledge chunk rows on PGlite', () => {
   let db: Db;
@@ -19,12 +21,7 @@ describe('knowledge chunk rows on PGlite', () => {
   });
   afterAll(() => db?.close());
 
-  const outOfLine = async () => {
-    const [row] = await db.query<{ bytes: number }>(
-      `SELECT pg_relation_size(reltoastrelid)::int8 AS bytes FROM pg_class WHERE relname = 'knowledge_chunks'`,
-    );
-    return row!.bytes;
-  };
+  const outOfLine = () => chunksOutOfLine(db);
 
   async function insert(dimensions: number, count: number): Promise<string[]> {
     const documentId = newId('doc');
@@ -59,5 +56,19 @@ describe('knowledge chunk rows on PGlite', () => {
     expect(await outOfLine()).toBeGreaterThan(0);
     const [row] = await db.query<{ dims: number }>('SELECT vector_dims(embedding) AS dims FROM knowledge_chunks WHERE id = $1', [id]);
     expect(row!.dims).toBe(3000);
+  });
+
+  it('moves chunks stored out of line before migration 0016 into their rows when the table is rewritten', async () => {
+    await db.exec('DELETE FROM knowledge_chunks');
+    await db.exec('VACUUM FULL knowledge_chunks');
+    // As the table stored them before the migration.
+    await db.exec('ALTER TABLE knowledge_chunks RESET (toast_tuple_target)');
+    const ids = await insert(256, 30);
+    await db.exec('ALTER TABLE knowledge_chunks SET (toast_tuple_target = 8160)');
+    expect(await outOfLine()).toBeGreaterThan(0);
+    await rewriteChunkRows(db);
+    expect(await outOfLine()).toBe(0);
+    const rows = await db.query<{ id: string; dims: number }>('SELECT id, vector_dims(embedding) AS dims FROM knowledge_chunks ORDER BY id');
+    expect(rows).toEqual([...ids].sort().map((id) => ({ id, dims: 256 })));
   });
 });

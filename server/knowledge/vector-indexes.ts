@@ -1,5 +1,6 @@
 // The partial HNSW indexes of knowledge chunks, one per embedding dimension: how they were built, and
-// rebuilding them with the configured settings (npm run reindex-knowledge).
+// rebuilding them with the configured settings (npm run reindex-knowledge); and rewriting the chunks'
+// rows, which rebuilds every index of the table on the way.
 import type { Db, Queryable } from '../store/db.ts';
 
 export interface HnswSettings {
@@ -57,4 +58,31 @@ export async function rebuildVectorIndexes(db: Db, settings: HnswSettings): Prom
     rebuilt.push({ name: index.name, seconds: (performance.now() - start) / 1000 });
   }
   return rebuilt;
+}
+
+/** The bytes of the chunks' TOAST table: the values stored out of their rows. */
+export async function chunksOutOfLine(db: Queryable): Promise<number> {
+  const [row] = await db.query<{ bytes: number }>(
+    "SELECT pg_relation_size(reltoastrelid)::int8 AS bytes FROM pg_class WHERE oid = 'knowledge_chunks'::regclass",
+  );
+  return row?.bytes ?? 0;
+}
+
+/**
+ * Rewrites the chunks table (VACUUM FULL), so that chunks stored before migration 0016 keep their
+ * embedding in their row as new ones do; every index of the table, the HNSW ones too, is rebuilt with it.
+ * Nothing can read or write knowledge meanwhile. Answers how long it took.
+ */
+export async function rewriteChunkRows(db: Db): Promise<number> {
+  const start = performance.now();
+  // One connection for the setting and the rewrite; VACUUM cannot run in a transaction.
+  await db.withAdvisoryLock('open-agent-api:rewrite-knowledge', async (conn) => {
+    await conn.exec("SET maintenance_work_mem = '512MB'");
+    try {
+      await conn.exec('VACUUM FULL knowledge_chunks');
+    } finally {
+      await conn.exec('RESET maintenance_work_mem');
+    }
+  });
+  return (performance.now() - start) / 1000;
 }
