@@ -18,8 +18,9 @@ try {
   if (values.rewrite) {
     const before = await chunksOutOfLine(db);
     console.error(`Rewriting the knowledge chunks (${(before / 1e6).toFixed(1)} MB stored out of their rows)…`);
-    const seconds = await rewriteChunkRows(db);
+    const { seconds, resettled } = await rewriteChunkRows(db, config.knowledge);
     console.log(`knowledge_chunks: rewritten in ${seconds.toFixed(1)} s; ${((await chunksOutOfLine(db)) / 1e6).toFixed(1)} MB stay out of their rows.`);
+    for (const name of resettled) console.log(`${name}: rebuilt with ${buildOptions(config.knowledge)} by the rewrite`);
   }
   if (!db.hasVector) {
     console.error('This database has no pgvector, so knowledge has no vector indexes.');

@@ -8,7 +8,7 @@ import type { Db } from '../store/db.ts';
 import { newId } from '../store/ids.ts';
 import { createPgliteDatabase } from '../testing/database.ts';
 import { vectorLiteral } from './search.ts';
-import { chunksOutOfLine, rewriteChunkRows } from './vector-indexes.ts';
+import { chunksOutOfLine, rebuildVectorIndexes, rewriteChunkRows, vectorIndexes } from './vector-indexes.ts';
 
 describe('knowledge chunk rows on PGlite', () => {
   let db: Db;
@@ -66,9 +66,32 @@ describe('knowledge chunk rows on PGlite', () => {
     const ids = await insert(256, 30);
     await db.exec('ALTER TABLE knowledge_chunks SET (toast_tuple_target = 8160)');
     expect(await outOfLine()).toBeGreaterThan(0);
-    await rewriteChunkRows(db);
+    const defaults = { hnswM: 16, hnswEfConstruction: 64 };
+    expect(await rewriteChunkRows(db, defaults)).toMatchObject({ resettled: [] });
     expect(await outOfLine()).toBe(0);
     const rows = await db.query<{ id: string; dims: number }>('SELECT id, vector_dims(embedding) AS dims FROM knowledge_chunks ORDER BY id');
     expect(rows).toEqual([...ids].sort().map((id) => ({ id, dims: 256 })));
+  });
+
+  it('builds a vector index with new settings during the rewrite, once, leaving nothing to rebuild', async () => {
+    const ids = await insert(256, 20);
+    const settings = { hnswM: 12, hnswEfConstruction: 48 };
+    // As the knowledge service makes it, with pgvector's defaults.
+    await db.exec(`CREATE INDEX knowledge_chunks_embedding_256_idx ON knowledge_chunks
+      USING hnsw ((embedding::vector(256)) vector_cosine_ops) WHERE dimensions = 256`);
+    const before = (await vectorIndexes(db)).find((index) => index.dimensions === 256)!;
+    expect(before).toMatchObject({ m: 16, efConstruction: 64 });
+    const { resettled } = await rewriteChunkRows(db, settings);
+    expect(resettled).toContain(before.name);
+    expect((await vectorIndexes(db)).find((index) => index.name === before.name)).toMatchObject({ m: 12, efConstruction: 48 });
+    expect(await rebuildVectorIndexes(db, settings)).toEqual([]);
+    // The index the rewrite built answers searches.
+    await db.exec('SET enable_seqscan = off');
+    const [near] = await db.query<{ id: string }>(
+      `SELECT id FROM knowledge_chunks WHERE dimensions = 256 ORDER BY embedding::vector(256) <=> $1::vector(256) LIMIT 1`,
+      [vectorLiteral(Array.from({ length: 256 }, (_, d) => Math.sin(3 + d)))],
+    );
+    await db.exec('RESET enable_seqscan');
+    expect(ids).toContain(near!.id);
   });
 });

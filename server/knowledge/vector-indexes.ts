@@ -70,13 +70,22 @@ export async function chunksOutOfLine(db: Queryable): Promise<number> {
 
 /**
  * Rewrites the chunks table (VACUUM FULL), so that chunks stored before migration 0016 keep their
- * embedding in their row as new ones do; every index of the table, the HNSW ones too, is rebuilt with it.
- * Nothing can read or write knowledge meanwhile. Answers how long it took.
+ * embedding in their row as new ones do; every index of the table is rebuilt with it. A vector index not
+ * built with `settings` takes them first, so that the rewrite builds it once, as configured, and
+ * rebuildVectorIndexes has nothing left to do. Nothing can read or write knowledge meanwhile. Answers how
+ * long it took and the vector indexes whose settings it changed.
  */
-export async function rewriteChunkRows(db: Db): Promise<number> {
+export async function rewriteChunkRows(db: Db, settings: HnswSettings): Promise<{ seconds: number; resettled: string[] }> {
   const start = performance.now();
+  const resettled: string[] = [];
   // One connection for the setting and the rewrite; VACUUM cannot run in a transaction.
   await db.withAdvisoryLock('open-agent-api:rewrite-knowledge', async (conn) => {
+    for (const index of db.hasVector ? await vectorIndexes(conn) : []) {
+      if (builtAs(index, settings)) continue;
+      // Only the catalog changes here; the rewrite below builds the index with these options.
+      await conn.exec(`ALTER INDEX ${index.name} SET (${buildOptions(settings)})`);
+      resettled.push(index.name);
+    }
     await conn.exec("SET maintenance_work_mem = '512MB'");
     try {
       await conn.exec('VACUUM FULL knowledge_chunks');
@@ -84,5 +93,5 @@ export async function rewriteChunkRows(db: Db): Promise<number> {
       await conn.exec('RESET maintenance_work_mem');
     }
   });
-  return (performance.now() - start) / 1000;
+  return { seconds: (performance.now() - start) / 1000, resettled };
 }
