@@ -125,7 +125,7 @@ interface LoadFigures {
   failed: number;
 }
 
-async function load(url: string, headers: Record<string, string>, connections: number, duration: number, body = CHAT_BODY): Promise<LoadFigures> {
+export async function load(url: string, headers: Record<string, string>, connections: number, duration: number, body = CHAT_BODY): Promise<LoadFigures> {
   const latencies: number[] = [];
   let failed = 0;
   const instance = autocannon({ url, method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body, connections, duration });
@@ -273,7 +273,39 @@ export function summariseProfile(profile: CpuProfile, requests: number) {
       .sort((a, b) => b[1] - a[1])
       .slice(0, n)
       .map(([name, micros]) => ({ name, share: micros / busy, microsPerRequest: micros / requests }));
-  return { requests, windowMs: (profile.endTime - profile.startTime) / 1000, busyMs: busy / 1000, cpuMicrosPerRequest: busy / requests, areas: top(byArea, 15), functions: top(byFunction, 20), inclusive: top(inclusive, 40) };
+  return { requests, windowMs: (profile.endTime - profile.startTime) / 1000, busyMs: busy / 1000, cpuMicrosPerRequest: busy / requests, areas: top(byArea, 15), allAreas: top(byArea, byArea.size), functions: top(byFunction, 20), inclusive: top(inclusive, 40) };
+}
+
+/** Starts a process preloading the profile hook, warms it up, and profiles it under load at PROFILE_CONCURRENCY. */
+async function profileUnderLoad(
+  start: () => Promise<Proc>,
+  profileFile: string,
+  headers: Record<string, string>,
+  procs: Proc[],
+  duration: number,
+): Promise<ReturnType<typeof summariseProfile>> {
+  const proc = await start();
+  procs.push(proc);
+  const target = `${proc.url}/v1/chat/completions`;
+  await load(target, headers, 16, 2);
+  proc.child.kill('SIGUSR2');
+  const profiled = await load(target, headers, PROFILE_CONCURRENCY, duration);
+  const written = proc.waitForLine((line) => line.includes('cpu profile written'));
+  proc.child.kill('SIGUSR2');
+  await written;
+  await proc.stop();
+  return summariseProfile(JSON.parse(readFileSync(profileFile, 'utf8')) as CpuProfile, profiled.completed);
+}
+
+/** Every area either profile spends on, server and parts side by side, largest difference first. */
+function compareAreas(server: ReturnType<typeof summariseProfile>, parts: ReturnType<typeof summariseProfile>): string[][] {
+  const of = (summary: ReturnType<typeof summariseProfile>) => new Map(summary.allAreas.map((area) => [area.name, area.microsPerRequest]));
+  const [inServer, inParts] = [of(server), of(parts)];
+  return [...new Set([...inServer.keys(), ...inParts.keys()])]
+    .map((name) => ({ name, server: inServer.get(name) ?? 0, parts: inParts.get(name) ?? 0 }))
+    .sort((a, b) => b.server - b.parts - (a.server - a.parts))
+    .filter((row) => Math.max(row.server, row.parts) >= 2)
+    .map((row) => [row.name, row.server.toFixed(1), row.parts.toFixed(1), (row.server - row.parts).toFixed(1)]);
 }
 
 export function table(headers: string[], rows: (string | number)[][]): string {
@@ -317,7 +349,7 @@ async function run(options: BenchOptions) {
     const parts = await startChild(['bench/required-parts.ts', upstream.url], { NODE_ENV: 'production' }, printsUrl);
     procs.push(parts);
     const { serverEnv, apiKey } = await prepareServer(dataDir, upstream.url);
-    let server = await startServer(serverEnv);
+    const server = await startServer(serverEnv);
     procs.push(server);
     const startupRss = rssMb(server.child.pid);
     const peakIsForTheRun = resetPeakRss(server.child.pid);
@@ -355,20 +387,21 @@ async function run(options: BenchOptions) {
     await server.stop();
 
     let profile: ReturnType<typeof summariseProfile> | undefined;
+    let partsProfile: ReturnType<typeof summariseProfile> | undefined;
     if (options.profile) {
-      // Warm up first, then profile only the steady state (see bench/cpu-profile-hook.ts).
-      const profileFile = path.join(dataDir, 'server.cpuprofile');
-      server = await startServer({ ...serverEnv, CPU_PROFILE_FILE: profileFile }, ['--import', './bench/cpu-profile-hook.ts']);
-      procs.push(server);
-      const target = `${server.url}/v1/chat/completions`;
-      await load(target, { authorization: `Bearer ${apiKey}` }, 16, 2);
-      server.child.kill('SIGUSR2');
-      const profiled = await load(target, { authorization: `Bearer ${apiKey}` }, PROFILE_CONCURRENCY, duration);
-      const written = server.waitForLine((line) => line.includes('cpu profile written'));
-      server.child.kill('SIGUSR2');
-      await written;
-      await server.stop();
-      profile = summariseProfile(JSON.parse(readFileSync(profileFile, 'utf8')) as CpuProfile, profiled.completed);
+      // The server and the required parts alone, each warmed up, then profiled in the steady state (see
+      // bench/cpu-profile-hook.ts): what the server spends beyond the parts is its own work.
+      const hook = ['--import', './bench/cpu-profile-hook.ts'];
+      const serverFile = path.join(dataDir, 'server.cpuprofile');
+      profile = await profileUnderLoad(() => startServer({ ...serverEnv, CPU_PROFILE_FILE: serverFile }, hook), serverFile, auth, procs, duration);
+      const partsFile = path.join(dataDir, 'parts.cpuprofile');
+      partsProfile = await profileUnderLoad(
+        () => startChild([...hook, 'bench/required-parts.ts', upstream.url], { NODE_ENV: 'production', CPU_PROFILE_FILE: partsFile }, printsUrl),
+        partsFile,
+        {},
+        procs,
+        duration,
+      );
     }
 
     const c1 = runs.find((r) => r.concurrency === 1)!;
@@ -414,7 +447,7 @@ async function run(options: BenchOptions) {
         serverToPartsRpsAtC16: { value: serverToParts(c16), target: '>= 0.8', met: serverToParts(c16) >= 0.8 },
         serverToPartsRpsAtC64: { value: serverToParts(c64), target: '>= 0.8', met: serverToParts(c64) >= 0.8 },
       },
-      ...(profile ? { profile } : {}),
+      ...(profile ? { profile, partsProfile } : {}),
     };
 
     const lines = [
@@ -487,6 +520,13 @@ async function run(options: BenchOptions) {
           ['function (with its callees)', 'share', 'µs/request'],
           profile.inclusive.map((fn) => [fn.name, `${(fn.share * 100).toFixed(1)}%`, fn.microsPerRequest.toFixed(1)]),
         ),
+      );
+    }
+    if (profile && partsProfile) {
+      lines.push(
+        '',
+        `CPU profile of the required parts alone at c=${PROFILE_CONCURRENCY}: ${partsProfile.cpuMicrosPerRequest.toFixed(0)} µs of CPU per request; the server spends ${(profile.cpuMicrosPerRequest - partsProfile.cpuMicrosPerRequest).toFixed(0)} µs more`,
+        table(['where', 'server µs/request', 'parts µs/request', 'server - parts'], compareAreas(profile, partsProfile)),
       );
     }
     return { report: lines.join('\n'), json };

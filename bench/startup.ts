@@ -5,7 +5,8 @@
 // it, each timed from spawn to the first healthy GET /health; the RSS of the idle server 5 s after it is
 // healthy; PGlite alone opening the same data directory (bench/pglite-open.ts), the floor of a restart;
 // and, through bench/memory-hook.ts, what that memory holds (the V8 heap, ArrayBuffers such as
-// PGlite's WebAssembly memory, the rest), the packages loaded, and a heap snapshot broken down by kind.
+// PGlite's WebAssembly memory, the rest), the packages loaded, and a heap snapshot broken down by kind;
+// and the CPU the idle server spends, all its threads, over IDLE_CPU_SECONDS after that.
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import path from 'node:path';
@@ -17,6 +18,17 @@ import type { BenchOptions, BenchSection } from './section.ts';
 
 const RESTARTS = 3;
 const IDLE_SECONDS = 5;
+const IDLE_CPU_SECONDS = 20;
+/** Linux's clock ticks per second, the unit of /proc/PID/stat's CPU times. */
+const CLOCK_TICKS = 100;
+
+/** CPU seconds a process has spent so far, user and system, all threads. */
+function cpuSeconds(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  // Fields after the command name, which may hold spaces: utime and stime are the 12th and 13th.
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS;
+}
 const postgresUrl = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 
 interface Start {
@@ -25,7 +37,7 @@ interface Start {
 }
 
 /** Starts the server, times it to healthy, optionally lets it idle and reports its memory, then stops it. */
-async function start(env: Record<string, string>, report?: string): Promise<Start & { memory?: MemoryReport }> {
+async function start(env: Record<string, string>, report?: string): Promise<Start & { memory?: MemoryReport; idleCpuShare?: number }> {
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
   let written: (() => void) | undefined;
@@ -39,10 +51,13 @@ async function start(env: Record<string, string>, report?: string): Promise<Star
     if (!report) return { ms, rssMb: rssMb(proc.child.pid).now };
     await sleep(IDLE_SECONDS * 1000);
     const rss = rssMb(proc.child.pid).now;
+    const cpuBefore = cpuSeconds(proc.child.pid!);
+    await sleep(IDLE_CPU_SECONDS * 1000);
+    const idleCpuShare = (cpuSeconds(proc.child.pid!) - cpuBefore) / IDLE_CPU_SECONDS;
     const done = new Promise<void>((resolve) => (written = resolve));
     proc.child.kill('SIGUSR2');
     await done;
-    return { ms, rssMb: rss, memory: JSON.parse(readFileSync(report, 'utf8')) as MemoryReport };
+    return { ms, rssMb: rss, idleCpuShare, memory: JSON.parse(readFileSync(report, 'utf8')) as MemoryReport };
   } finally {
     await proc.kill('SIGTERM');
   }
@@ -118,6 +133,8 @@ async function engineFigures(name: string, env: Record<string, string>, workDir:
     /** PGlite alone opening the same data directory: the floor of a restart on the embedded store. */
     storeAloneMs,
     idleRssMb: idle.rssMb,
+    /** The share of one core the idle server spends. */
+    idleCpuShare: idle.idleCpuShare!,
     memoryMb: {
       rss: mb(memory.memory.rss),
       heapTotal: mb(memory.memory.heapTotal),
@@ -158,12 +175,13 @@ async function run(_options: BenchOptions) {
     };
     const lines = [
       table(
-        ['engine', 'first start ms', 'restarts ms', 'PGlite alone ms', 'idle RSS MB', 'V8 heap used MB', 'ArrayBuffers MB', 'external MB', 'rest of RSS MB'],
+        ['engine', 'first start ms', 'restarts ms', 'PGlite alone ms', 'idle CPU % of a core', 'idle RSS MB', 'V8 heap used MB', 'ArrayBuffers MB', 'external MB', 'rest of RSS MB'],
         engines.map((e) => [
           e.engine,
           f(e.firstStartMs),
           e.restartMs.map(f).join(' / '),
           e.storeAloneMs.length ? e.storeAloneMs.map(f).join(' / ') : '-',
+          (e.idleCpuShare * 100).toFixed(1),
           e.idleRssMb.toFixed(1),
           e.memoryMb.heapUsed.toFixed(1),
           e.memoryMb.arrayBuffers.toFixed(1),
@@ -193,6 +211,6 @@ async function run(_options: BenchOptions) {
 
 export const section: BenchSection = {
   name: 'startup',
-  description: 'Start-up time to a healthy /health (first start, then restarts) and idle memory, on PGlite and PostgreSQL, with what the memory holds.',
+  description: 'Start-up time to a healthy /health (first start, then restarts), idle memory with what it holds, and idle CPU, on PGlite and PostgreSQL.',
   run,
 };

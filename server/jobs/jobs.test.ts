@@ -1,5 +1,7 @@
 // The job queue on each engine: jobs run with their payload, a key keeps one pending job per key, a job
-// enqueued in a transaction exists only if it commits, and a failed attempt is retried.
+// enqueued in a transaction exists only if it commits, a failed attempt is retried and a delayed job runs
+// once due (found by the due check: idle workers poll only once a minute), and a kind runs as many jobs at
+// once as its concurrency.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '../logger.ts';
 import { availableEngines, createTestDatabase, type TestDatabase } from '../testing/database.ts';
@@ -103,6 +105,40 @@ describe.each(await availableEngines())('jobs on %s', (engine) => {
     await calls.until(2);
     await settled(jobs, 'test.flaky');
     expect(calls.seen.map((call) => call.job.attempt)).toEqual([0, 1]);
+  });
+
+  it('runs a delayed job once it is due', async () => {
+    const calls = recorder<{ n: number }>();
+    await jobs.register<{ n: number }>('test.delayed', async (payload, job) => calls.record(payload, job));
+    await jobs.enqueue('test.delayed', { n: 1 }, { delaySeconds: 1 });
+    // Not before its time.
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    expect(calls.seen).toEqual([]);
+    await calls.until(1);
+    await settled(jobs, 'test.delayed');
+  });
+
+  it('runs as many jobs at once as its concurrency, and the rest as those end', async () => {
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    const calls = recorder<{ n: number }>();
+    await jobs.register<{ n: number }>(
+      'test.concurrent',
+      async (payload, job) => {
+        calls.record(payload, job);
+        await gate;
+      },
+      { concurrency: 3 },
+    );
+    for (let n = 1; n <= 5; n++) await jobs.enqueue('test.concurrent', { n });
+    await calls.until(3);
+    // Three are running and hold their workers; the other two wait.
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    expect(calls.seen).toHaveLength(3);
+    release();
+    await calls.until(5);
+    await settled(jobs, 'test.concurrent');
+    expect(calls.seen.map((call) => call.payload.n).sort()).toEqual([1, 2, 3, 4, 5]);
   });
 
   it('refuses kinds it does not know', async () => {

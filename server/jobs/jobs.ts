@@ -71,6 +71,18 @@ export interface JobsDeps {
 const HEARTBEAT_SECONDS = 10;
 /** How often expired heartbeats and timeouts are looked for (one server does it at a time). */
 const SUPERVISE_SECONDS = 2;
+/**
+ * How often this process asks, in one statement for every kind it works on, whether a job is due (a
+ * retry or a delayed job coming of age, or a new job whose NOTIFY was missed), and wakes that many idle
+ * workers. A new job's NOTIFY wakes the workers at once.
+ */
+const DUE_CHECK_SECONDS = 2;
+/**
+ * How often an idle worker polls on its own, as a backstop only. pg-boss polls per worker: with every
+ * worker polling every 2 s, as before, an idle server ran 13 fetches a second (27 workers, 20 of them
+ * A2A push watchers), about 1.8 ms each on PGlite: half of its idle CPU.
+ */
+const BACKSTOP_POLL_SECONDS = 60;
 
 /** Runs pg-boss's statements inside one of our transactions. */
 function inTransaction(tx: Queryable): BossDb {
@@ -117,6 +129,10 @@ export function createJobs(deps: JobsDeps): Jobs {
   // Aborted at stop: handlers give up early, and their jobs run again elsewhere or after the restart.
   const stopping = new AbortController();
 
+  /** The workers of each kind worked on here, each with whether it is running a job. */
+  const workers = new Map<string, { id: string; busy: boolean }[]>();
+  let dueCheck: NodeJS.Timeout | undefined;
+
   async function work(name: string): Promise<void> {
     const kind = kinds.get(name)!;
     known.add(name);
@@ -131,21 +147,55 @@ export function createJobs(deps: JobsDeps): Jobs {
       retryDelayMax: 300,
       expireInSeconds: kind.options.timeoutSeconds ?? 15 * 60,
     });
-    await boss.work<object>(
-      name,
-      { localConcurrency: kind.options.concurrency ?? 2, batchSize: 1, pollingIntervalSeconds: 2, notifyPollingIntervalSeconds: 2 },
-      async (jobs: Job<object>[]) => {
-        for (const job of jobs) {
+    // One pg-boss worker per unit of concurrency, each its own work() call, so that the due check can
+    // wake just as many as there are jobs due, and only idle ones.
+    const ofKind: { id: string; busy: boolean }[] = [];
+    workers.set(name, ofKind);
+    for (let index = 0; index < (kind.options.concurrency ?? 2); index++) {
+      const worker = { id: '', busy: false };
+      ofKind.push(worker);
+      worker.id = await boss.work<object>(
+        name,
+        { localConcurrency: 1, batchSize: 1, pollingIntervalSeconds: BACKSTOP_POLL_SECONDS, notifyPollingIntervalSeconds: BACKSTOP_POLL_SECONDS },
+        async (jobs: Job<object>[]) => {
+          worker.busy = true;
           try {
-            // pg-boss aborts job.signal when this worker lost the job (its claim lapsed, it timed out).
-            await kind.handler(job.data, { id: job.id, attempt: job.retryCount, signal: AbortSignal.any([job.signal, stopping.signal]) });
-          } catch (error) {
-            if (!stopped) logger.warn({ err: error, job: name, jobId: job.id, attempt: job.retryCount }, 'a job failed; it will be retried');
-            throw error;
+            for (const job of jobs) {
+              try {
+                // pg-boss aborts job.signal when this worker lost the job (its claim lapsed, it timed out).
+                await kind.handler(job.data, { id: job.id, attempt: job.retryCount, signal: AbortSignal.any([job.signal, stopping.signal]) });
+              } catch (error) {
+                if (!stopped) logger.warn({ err: error, job: name, jobId: job.id, attempt: job.retryCount }, 'a job failed; it will be retried');
+                throw error;
+              }
+            }
+          } finally {
+            worker.busy = false;
+            // Fetch again as soon as this job is done: the next of a backlog starts at once, and an empty
+            // queue sends the worker back to waiting.
+            boss.notifyWorker(worker.id);
           }
-        }
-      },
+        },
+      );
+    }
+  }
+
+  /** Wakes an idle worker for each job due now, of every kind worked on here. */
+  async function wakeForDueJobs(): Promise<void> {
+    const names = [...workers.keys()];
+    if (names.length === 0) return;
+    // pg-boss's own condition for a job it would fetch; the limit bounds the count under a backlog.
+    const due = await deps.db.query<{ name: string; due: number }>(
+      `SELECT name, count(*)::int AS due FROM (
+         SELECT j.name FROM ${JOBS_SCHEMA}.job j
+         WHERE j.name = ANY($1::text[]) AND j.state < 'active' AND NOT j.blocked AND j.start_after <= ${JOBS_SCHEMA}.job_now()
+         LIMIT 1000
+       ) d GROUP BY name`,
+      [names],
     );
+    for (const { name, due: count } of due) {
+      for (const worker of (workers.get(name) ?? []).filter((w) => !w.busy).slice(0, count)) boss.notifyWorker(worker.id);
+    }
   }
 
   return {
@@ -157,6 +207,7 @@ export function createJobs(deps: JobsDeps): Jobs {
 
     async unregister(name) {
       if (!kinds.delete(name)) return;
+      workers.delete(name);
       if (started && !stopped) await boss.offWork(name, { wait: true });
     },
 
@@ -183,11 +234,16 @@ export function createJobs(deps: JobsDeps): Jobs {
       await boss.start();
       started = true;
       for (const name of kinds.keys()) await work(name);
+      dueCheck = setInterval(() => {
+        if (!stopped) void wakeForDueJobs().catch((error: unknown) => logger.warn({ err: error }, 'looking for due jobs failed'));
+      }, DUE_CHECK_SECONDS * 1000);
+      dueCheck.unref();
     },
 
     async stop(timeoutMs = 10_000) {
       if (!started || stopped) return;
       stopped = true;
+      clearInterval(dueCheck);
       stopping.abort(new Error('The server is shutting down.'));
       await boss.stop({ graceful: true, timeout: timeoutMs, close: true });
     },
