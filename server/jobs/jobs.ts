@@ -80,7 +80,7 @@ const DUE_CHECK_SECONDS = 2;
 /**
  * How often an idle worker polls on its own, as a backstop only. pg-boss polls per worker: with every
  * worker polling every 2 s, as before, an idle server ran 13 fetches a second (27 workers, 20 of them
- * A2A push watchers), about 1.8 ms each on PGlite: half of its idle CPU.
+ * A2A push watchers), about 1.8 ms each on PGlite: half of the time its idle PGlite was busy.
  */
 const BACKSTOP_POLL_SECONDS = 60;
 
