@@ -250,7 +250,7 @@ async function run(options: BenchOptions): Promise<BenchResult> {
           ? [
               '',
               `${e.engine}: CPU profile of the server over the last round: ${(e.profile.busyMs / 1000).toFixed(2)} s busy of ${(e.profile.windowMs / 1000).toFixed(2)} s, ${e.profile.cpuMicrosPerRequest.toFixed(0)} µs of CPU per event`,
-              table(['where', 'share', 'µs/event'], e.profile.areas.map((area) => [area.name, `${(area.share * 100).toFixed(1)}%`, area.microsPerRequest.toFixed(1)])),
+              table(['where', 'share', 'µs/event'], e.profile.areas.slice(0, 15).map((area) => [area.name, `${(area.share * 100).toFixed(1)}%`, area.microsPerRequest.toFixed(1)])),
               '',
               table(['function (inclusive)', 'share', 'µs/event'], e.profile.inclusive.slice(0, 30).map((fn) => [fn.name, `${(fn.share * 100).toFixed(1)}%`, fn.microsPerRequest.toFixed(1)])),
               '',
