@@ -10,6 +10,7 @@ import { routes } from '../generated/server.gen.ts';
 import type { Config } from './config.ts';
 import { createStreamValidators, loadContract, type Contract } from './http/contract.ts';
 import { resolveValidatorRefsWithoutCompiling } from './http/validator-refs.ts';
+import { deferValidatorStartUpWork } from './http/validator-start-up.ts';
 import { a2aErrorFormats } from './a2a/handlers.ts';
 import { createErrorHandler, unmatchedRoute } from './http/error-handler.ts';
 import { ApiError } from './errors.ts';
@@ -57,6 +58,7 @@ export function validatorFor(contract: Contract, config: Config): RequestHandler
   cacheValidatorRouteMatchers();
   lookUpValidatorRoutesByExpressRoute();
   resolveValidatorRefsWithoutCompiling();
+  deferValidatorStartUpWork();
   return OpenApiValidator.middleware({
     // The validator dereferences in place; it gets its own copy.
     apiSpec: structuredClone(contract.document) as never,

@@ -1,0 +1,128 @@
+// The validator's start-up work, deferred (validator-start-up.ts), prepares the contract as before: bundling
+// would not have changed it, the discriminators' validators answer as the eager ones did, and a document
+// that breaks the OpenAPI schema is still refused where the server checks it.
+import { createRequire } from 'node:module';
+import { isDeepStrictEqual } from 'node:util';
+import { describe, expect, it } from 'vitest';
+import { loadContract } from './contract.ts';
+import { compiledOnFirstUse, deferValidatorStartUpWork, onlyLocalRefs } from './validator-start-up.ts';
+
+const require = createRequire(createRequire(import.meta.url).resolve('express-openapi-validator'));
+const { OpenApiValidator } = require('./openapi.validator.js') as { OpenApiValidator: new (options: object) => { ajvOpts: { preprocessor: object } } };
+type Validate = ((data: unknown) => boolean) & { errors?: unknown };
+interface Discriminator {
+  property: string;
+  options: { option: string }[];
+  validators: Record<string, Validate>;
+}
+const { SchemaPreprocessor } = require('./middlewares/parsers/schema.preprocessor.js') as {
+  SchemaPreprocessor: new (apiDoc: object, ajvOptions: object, responses: unknown) => { ajv: { compile: (schema: object) => Validate }; preProcess(): { apiDoc: object; apiDocRes: object | null } };
+};
+const { OpenAPIFramework } = require('./framework/index.js') as { OpenAPIFramework: new (args: object) => { initialize(visitor: object): Promise<{ apiDoc: object }> } };
+const $RefParser = require('@apidevtools/json-schema-ref-parser') as { bundle(document: object): Promise<object> };
+
+/** Prepares the contract as the server's validator does, counting the Ajv compiles it makes. */
+function prepare() {
+  const validator = new OpenApiValidator({ apiSpec: {}, validateRequests: { allowUnknownQueryParameters: false }, validateResponses: { allErrors: true }, validateSecurity: false, validateFormats: true, ignoreUndocumented: true });
+  const preprocessor = new SchemaPreprocessor(structuredClone(loadContract().document), validator.ajvOpts.preprocessor, { allErrors: true });
+  const counter = { compiles: 0 };
+  const compile = preprocessor.ajv.compile.bind(preprocessor.ajv);
+  preprocessor.ajv.compile = (schema) => {
+    counter.compiles++;
+    return compile(schema);
+  };
+  const prepared = preprocessor.preProcess();
+  return { prepared, counter, discriminators: discriminatorsIn(prepared.apiDoc) };
+}
+
+/** The `_discriminator`s the preprocessor hung on schemas (not enumerable), in document order. */
+function discriminatorsIn(document: object): Discriminator[] {
+  const found: Discriminator[] = [];
+  const seen = new Set<object>();
+  const visit = (node: unknown) => {
+    if (node === null || typeof node !== 'object' || seen.has(node)) return;
+    seen.add(node);
+    const discriminator = Object.getOwnPropertyDescriptor(node, '_discriminator')?.value as Discriminator | undefined;
+    if (discriminator) found.push(discriminator);
+    for (const child of Object.values(node)) visit(child);
+  };
+  visit(document);
+  return found;
+}
+
+describe("the validator's start-up work, deferred", () => {
+  it('prepares the contract as before, and the discriminators validate as the eager ones did, compiled on first use', () => {
+    const eager = prepare();
+    deferValidatorStartUpWork();
+    deferValidatorStartUpWork();
+    const deferred = prepare();
+
+    expect(isDeepStrictEqual(deferred.prepared, eager.prepared)).toBe(true);
+    expect(eager.discriminators.length).toBeGreaterThan(0);
+    expect(deferred.discriminators.map((d) => [d.property, Object.keys(d.validators)])).toEqual(eager.discriminators.map((d) => [d.property, Object.keys(d.validators)]));
+    // The discriminators' validators were compiled while preparing, and now are not.
+    expect(deferred.counter.compiles).toBeLessThan(eager.counter.compiles);
+
+    let checked = 0;
+    for (const [i, discriminator] of eager.discriminators.entries()) {
+      for (const option of Object.keys(discriminator.validators)) {
+        for (const data of [{}, { [discriminator.property]: option }, { [discriminator.property]: option, unexpected: [1] }, 'not an object']) {
+          const before = deferred.counter.compiles;
+          const lazy = deferred.discriminators[i]!.validators[option]!;
+          expect(lazy(data)).toBe(discriminator.validators[option]!(data));
+          expect(lazy.errors).toEqual(discriminator.validators[option]!.errors);
+          // At most one compile, on the first call.
+          expect(deferred.counter.compiles - before).toBeLessThanOrEqual(1);
+          checked++;
+        }
+      }
+    }
+    expect(checked).toBeGreaterThan(20);
+  });
+
+  it('compiles a deferred validator once, on its first call, and keeps its errors', () => {
+    let compiles = 0;
+    const validate = compiledOnFirstUse(
+      {
+        compile: () => {
+          compiles++;
+          const check: Validate = (data) => {
+            check.errors = data === 1 ? null : [{ message: 'must be 1' }];
+            return data === 1;
+          };
+          return check;
+        },
+      },
+      {},
+    );
+    expect(compiles).toBe(0);
+    expect(validate(2)).toBe(false);
+    expect(validate.errors).toEqual([{ message: 'must be 1' }]);
+    expect(validate(1)).toBe(true);
+    expect(validate.errors).toBeNull();
+    expect(compiles).toBe(1);
+  });
+
+  it('skips bundling only a document whose references are all local, which bundling would not change', async () => {
+    const document = loadContract().document;
+    expect(onlyLocalRefs(document)).toBe(true);
+    const copy = structuredClone(document);
+    expect(isDeepStrictEqual(await $RefParser.bundle(copy), document)).toBe(true);
+    expect(onlyLocalRefs({ a: { b: [{ $ref: '#/components/schemas/X' }, { $ref: 'other.yaml#/X' }] } })).toBe(false);
+    expect(onlyLocalRefs({ a: { $ref: 7 } })).toBe(false);
+  });
+
+  it('still refuses a document that breaks the OpenAPI schema when asked to check it, and takes the contract', async () => {
+    deferValidatorStartUpWork();
+    const broken = { openapi: '3.1.0', info: { title: 'x' }, paths: { '/x': { get: { responses: 'none' } } } };
+    const quiet = console.error;
+    console.error = () => {};
+    try {
+      await expect(new OpenAPIFramework({ apiDoc: broken, validateApiSpec: true }).initialize({})).rejects.toThrow(/apiDoc was invalid/);
+    } finally {
+      console.error = quiet;
+    }
+    await expect(new OpenAPIFramework({ apiDoc: broken, validateApiSpec: false }).initialize({})).resolves.toMatchObject({ apiDoc: broken });
+    await expect(new OpenAPIFramework({ apiDoc: structuredClone(loadContract().document), validateApiSpec: true }).initialize({})).resolves.toBeDefined();
+  });
+});
