@@ -6,7 +6,8 @@
 // REST operation it mirrors, so another user's agents are neither listed nor callable. /mcp is an
 // operation of the contract like any other: requests are authenticated, limited and validated before the
 // SDK sees them, and errors are rendered as JSON-RPC errors (server/mcp/errors.ts).
-import { createMcpHandler, fromJsonSchema, McpServer, type CallToolResult } from '@modelcontextprotocol/server';
+import type * as McpServerSdk from '@modelcontextprotocol/server';
+import type { CallToolResult, McpServer } from '@modelcontextprotocol/server';
 import type { Logger } from 'pino';
 import type { PlanSpec } from '../billing/plans.ts';
 import { ApiError } from '../errors.ts';
@@ -67,47 +68,56 @@ async function answer(logger: Logger, work: () => Promise<CallToolResult>): Prom
 
 type ChatArgs = { message?: string; session_id?: string; approvals?: ApprovalAnswer[] };
 
-const chatInput = fromJsonSchema<ChatArgs>({
-  type: 'object',
-  properties: {
-    message: { type: 'string', minLength: 1, maxLength: 32000, description: 'What to say.' },
-    session_id: { type: 'string', description: 'Continue this session (from an earlier reply); a new one when omitted.' },
-    approvals: {
-      type: 'array',
-      maxItems: 64,
-      description: "Answers to the tool calls the session's run waits to have approved (`approvals` of an earlier reply), sent with its session_id.",
-      items: {
-        type: 'object',
-        properties: {
-          tool_call_id: { type: 'string', minLength: 1, maxLength: 200 },
-          decision: { type: 'string', enum: ['approve', 'deny'] },
-          reason: { type: 'string', maxLength: 2000, description: "Why; a denial's reason is given to the agent." },
+/** The MCP SDK, loaded with the first MCP request: a server that is never asked need not load it (0.2 s of start-up). */
+type Sdk = typeof McpServerSdk;
+let sdkModule: Promise<Sdk> | undefined;
+const loadSdk = (): Promise<Sdk> => (sdkModule ??= import('@modelcontextprotocol/server'));
+
+/** The input and output schemas of an agent's or team's chat tool, made once. */
+let chatToolSchemas: ReturnType<typeof chatSchemas> | undefined;
+const chatSchemas = ({ fromJsonSchema }: Sdk) => ({
+  input: fromJsonSchema<ChatArgs>({
+    type: 'object',
+    properties: {
+      message: { type: 'string', minLength: 1, maxLength: 32000, description: 'What to say.' },
+      session_id: { type: 'string', description: 'Continue this session (from an earlier reply); a new one when omitted.' },
+      approvals: {
+        type: 'array',
+        maxItems: 64,
+        description: "Answers to the tool calls the session's run waits to have approved (`approvals` of an earlier reply), sent with its session_id.",
+        items: {
+          type: 'object',
+          properties: {
+            tool_call_id: { type: 'string', minLength: 1, maxLength: 200 },
+            decision: { type: 'string', enum: ['approve', 'deny'] },
+            reason: { type: 'string', maxLength: 2000, description: "Why; a denial's reason is given to the agent." },
+          },
+          required: ['tool_call_id', 'decision'],
+          additionalProperties: false,
         },
-        required: ['tool_call_id', 'decision'],
-        additionalProperties: false,
       },
     },
-  },
-  additionalProperties: false,
-});
-const chatOutput = fromJsonSchema<Json>({
-  type: 'object',
-  properties: {
-    reply: { type: ['string', 'null'] },
-    status: { type: 'string' },
-    run_id: { type: 'string' },
-    session_id: { type: 'string' },
-    approvals: {
-      type: 'array',
-      description: 'The tool calls the run waits to have approved, when its status is requires_action.',
-      items: {
-        type: 'object',
-        properties: { tool_call_id: { type: 'string' }, name: { type: 'string' }, arguments: { type: 'string' } },
-        required: ['tool_call_id', 'name', 'arguments'],
+    additionalProperties: false,
+  }),
+  output: fromJsonSchema<Json>({
+    type: 'object',
+    properties: {
+      reply: { type: ['string', 'null'] },
+      status: { type: 'string' },
+      run_id: { type: 'string' },
+      session_id: { type: 'string' },
+      approvals: {
+        type: 'array',
+        description: 'The tool calls the run waits to have approved, when its status is requires_action.',
+        items: {
+          type: 'object',
+          properties: { tool_call_id: { type: 'string' }, name: { type: 'string' }, arguments: { type: 'string' } },
+          required: ['tool_call_id', 'name', 'arguments'],
+        },
       },
     },
-  },
-  required: ['reply', 'status', 'run_id', 'session_id'],
+    required: ['reply', 'status', 'run_id', 'session_id'],
+  }),
 });
 
 async function allOf<T extends { id: string }>(list: (request: { limit: number; after?: string }) => Promise<{ data: T[]; has_more: boolean }>): Promise<T[]> {
@@ -123,9 +133,10 @@ async function allOf<T extends { id: string }>(list: (request: { limit: number; 
 }
 
 /** The caller's MCP server: built per request, as the tools are the caller's agents and teams. */
-async function serverFor(principal: Principal, deps: McpEndpointDeps): Promise<McpServer> {
+async function serverFor(sdk: Sdk, principal: Principal, deps: McpEndpointDeps): Promise<McpServer> {
+  const { fromJsonSchema } = sdk;
   const caller = callerOf(principal);
-  const server = new McpServer(
+  const server = new sdk.McpServer(
     { name: 'open-agent-api', version: '1.0.0' },
     { instructions: "Tools to talk to this user's agents and teams, search their knowledge and read runs." },
   );
@@ -222,6 +233,7 @@ async function serverFor(principal: Principal, deps: McpEndpointDeps): Promise<M
       }),
   );
   // One tool per agent and per team, agents first, each in the order its list gives.
+  const chatSchema = (chatToolSchemas ??= chatSchemas(sdk));
   const targets = [
     ...agents.map((agent) => ({ kind: 'agent', target: agent, start: agentTurn(deps.engine, agent.id) })),
     ...teams.map((team) => ({ kind: 'team', target: team, start: teamTurn(deps.teamRunner, team.id) })),
@@ -232,8 +244,8 @@ async function serverFor(principal: Principal, deps: McpEndpointDeps): Promise<M
       {
         title: target.name,
         description: `Talk to the ${kind} "${target.name}"${target.description ? `: ${target.description}` : ''}. Returns its reply with the run and session ids; a tool call it must have approved first comes back as status requires_action with \`approvals\`, answered by calling again with the session_id and approvals.`,
-        inputSchema: chatInput,
-        outputSchema: chatOutput,
+        inputSchema: chatSchema.input,
+        outputSchema: chatSchema.output,
       },
       (args, ctx) => answer(deps.logger, () => chat(start, args, ctx.mcpReq.signal)),
     );
@@ -267,11 +279,15 @@ export function mcpHandlers(deps: McpEndpointDeps) {
     resource_name: 'Open Agent API',
     resource_documentation: new URL('/docs', deps.publicUrl).href,
   };
-  const sdk = createMcpHandler((ctx) => serverFor(ctx.authInfo!.extra!.principal as Principal, deps), {
-    onerror: (error) => deps.logger.debug({ err: error }, 'an MCP request was refused'),
-    // Our event stream writer sends its own keep-alives.
-    keepAliveMs: 0,
-  });
+  let handler: Promise<ReturnType<Sdk['createMcpHandler']>> | undefined;
+  const sdkHandler = () =>
+    (handler ??= loadSdk().then((sdk) =>
+      sdk.createMcpHandler((ctx) => serverFor(sdk, ctx.authInfo!.extra!.principal as Principal, deps), {
+        onerror: (error) => deps.logger.debug({ err: error }, 'an MCP request was refused'),
+        // Our event stream writer sends its own keep-alives.
+        keepAliveMs: 0,
+      }),
+    ));
 
   const publicOrigin = new URL(deps.publicUrl).origin;
   const LOOPBACK = new Set(['localhost', '127.0.0.1', '[::1]']);
@@ -298,7 +314,7 @@ export function mcpHandlers(deps: McpEndpointDeps) {
     for (const [name, value] of Object.entries(request.headers)) {
       if (value !== undefined && (FORWARDED.has(name) || name.startsWith('mcp-'))) headers.set(name, value);
     }
-    const response = await sdk.fetch(new Request(endpoint, { method: request.method, headers, signal: request.signal }), {
+    const response = await (await sdkHandler()).fetch(new Request(endpoint, { method: request.method, headers, signal: request.signal }), {
       authInfo: { token: 'bearer', clientId: request.auth.userId, scopes: [], extra: { principal: request.auth } },
       ...(request.method === 'POST' ? { parsedBody: request.body } : {}),
     });
