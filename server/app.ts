@@ -60,8 +60,8 @@ export function validatorFor(contract: Contract, config: Config): RequestHandler
   resolveValidatorRefsWithoutCompiling();
   deferValidatorStartUpWork();
   return OpenApiValidator.middleware({
-    // The validator dereferences in place; it gets its own copy.
-    apiSpec: structuredClone(contract.document) as never,
+    // The validator dereferences in place, on a deep copy it makes of this itself.
+    apiSpec: contract.document as never,
     validateApiSpec: config.env !== 'production',
     validateRequests: { allowUnknownQueryParameters: false, allErrors: config.env !== 'production' },
     validateResponses: config.validateResponses ? { allErrors: true } : false,

@@ -3,8 +3,15 @@
 // that breaks the OpenAPI schema is still refused where the server checks it.
 import { createRequire } from 'node:module';
 import { isDeepStrictEqual } from 'node:util';
+import type { AddressInfo } from 'node:net';
+import express from 'express';
 import { describe, expect, it } from 'vitest';
-import { loadContract } from './contract.ts';
+import { parse } from 'yaml';
+import { readFileSync } from 'node:fs';
+import { validatorFor } from '../app.ts';
+import { loadConfig } from '../config.ts';
+import { contractFile, loadContract } from './contract.ts';
+import { jsonBodyParser } from './operations.ts';
 import { compiledOnFirstUse, deferValidatorStartUpWork, onlyLocalRefs } from './validator-start-up.ts';
 
 const require = createRequire(createRequire(import.meta.url).resolve('express-openapi-validator'));
@@ -124,5 +131,27 @@ describe("the validator's start-up work, deferred", () => {
     }
     await expect(new OpenAPIFramework({ apiDoc: broken, validateApiSpec: false }).initialize({})).resolves.toMatchObject({ apiDoc: broken });
     await expect(new OpenAPIFramework({ apiDoc: structuredClone(loadContract().document), validateApiSpec: true }).initialize({})).resolves.toBeDefined();
+  });
+
+  it('validates requests without changing the contract the rest of the server reads', async () => {
+    const config = loadConfig({ NODE_ENV: 'production' });
+    const app = express();
+    app.post('/v1/chat/completions', jsonBodyParser(config.bodyLimitBytes), ...validatorFor(loadContract(), config), (_req, res) => {
+      res.json({ ok: true });
+    });
+    app.use((error: { status?: number }, _req: express.Request, res: express.Response, _next: express.NextFunction) => {
+      res.status(error.status ?? 500).json({ refused: true });
+    });
+    const server = app.listen(0, '127.0.0.1');
+    await new Promise((resolve) => server.once('listening', resolve));
+    try {
+      const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1/chat/completions`;
+      const post = (body: unknown) => fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+      expect((await post({ model: 'm', messages: [{ role: 'user', content: 'hi' }] })).status).toBe(200);
+      expect((await post({ model: 'm', messages: [{ role: 'nobody', content: 'hi' }] })).status).toBe(400);
+    } finally {
+      server.close();
+    }
+    expect(loadContract().document).toEqual(parse(readFileSync(contractFile, 'utf8')));
   });
 });
