@@ -9,7 +9,6 @@ import swaggerUi from 'swagger-ui-express';
 import { routes } from '../generated/server.gen.ts';
 import type { Config } from './config.ts';
 import { createStreamValidators, loadContract, type Contract } from './http/contract.ts';
-import { resolveValidatorRefsWithoutCompiling } from './http/validator-refs.ts';
 import { deferValidatorStartUpWork } from './http/validator-start-up.ts';
 import { a2aErrorFormats } from './a2a/handlers.ts';
 import { createErrorHandler, unmatchedRoute } from './http/error-handler.ts';
@@ -57,7 +56,6 @@ function trackInFlight(lifecycle: Lifecycle): RequestHandler {
 export function validatorFor(contract: Contract, config: Config): RequestHandler[] {
   cacheValidatorRouteMatchers();
   lookUpValidatorRoutesByExpressRoute();
-  resolveValidatorRefsWithoutCompiling();
   deferValidatorStartUpWork();
   return OpenApiValidator.middleware({
     // The validator dereferences in place, on a deep copy it makes of this itself.

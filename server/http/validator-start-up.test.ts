@@ -1,7 +1,8 @@
-// The validator's start-up work, deferred (validator-start-up.ts), prepares the contract as before: bundling
-// would not have changed it, the discriminators' validators answer as the eager ones did, and a document
-// that breaks the OpenAPI schema is still refused where the server checks it.
-import { createRequire } from 'node:module';
+// The validator's start-up work, deferred (validator-start-up.ts), prepares the contract as before: local
+// references read rather than compiled are the same objects, bundling would not have changed it, the
+// discriminators' validators answer as the eager ones did, a document that breaks the OpenAPI schema is
+// still refused where the server checks it, and the request validators Ajv builds without the document's
+// paths answer as those built with them.
 import { isDeepStrictEqual } from 'node:util';
 import type { AddressInfo } from 'node:net';
 import express from 'express';
@@ -12,10 +13,9 @@ import { validatorFor } from '../app.ts';
 import { loadConfig } from '../config.ts';
 import { contractFile, loadContract } from './contract.ts';
 import { jsonBodyParser } from './operations.ts';
-import { compiledOnFirstUse, deferValidatorStartUpWork, onlyLocalRefs } from './validator-start-up.ts';
+import { atPointer, compiledOnFirstUse, deferValidatorStartUpWork, onlyLocalRefs, validatorRequire as require, withoutUnnamedPaths } from './validator-start-up.ts';
 
-const require = createRequire(createRequire(import.meta.url).resolve('express-openapi-validator'));
-const { OpenApiValidator } = require('./openapi.validator.js') as { OpenApiValidator: new (options: object) => { ajvOpts: { preprocessor: object } } };
+const { OpenApiValidator } = require('./openapi.validator.js') as { OpenApiValidator: new (options: object) => { ajvOpts: { preprocessor: object; request: object } } };
 type Validate = ((data: unknown) => boolean) & { errors?: unknown };
 interface Discriminator {
   property: string;
@@ -153,5 +153,71 @@ describe("the validator's start-up work, deferred", () => {
       server.close();
     }
     expect(loadContract().document).toEqual(parse(readFileSync(contractFile, 'utf8')));
+  });
+  it('reads JSON pointers, escapes included, and nothing outside the document', () => {
+    const document = { components: { schemas: { 'a/b': { type: 'string' }, 'c~d': { type: 'number' } } } };
+    expect(atPointer(document, '#/components/schemas/a~1b')).toEqual({ type: 'string' });
+    expect(atPointer(document, '#/components/schemas/c~0d')).toEqual({ type: 'number' });
+    expect(atPointer(document, '#/components/schemas/missing')).toBeUndefined();
+    expect(atPointer(document, 'other.yaml#/x')).toBeUndefined();
+  });
+
+  it('reads the contract from generated/contract.json as the YAML says it', () => {
+    expect(loadContract().document).toEqual(parse(readFileSync(contractFile, 'utf8')));
+  });
+
+  it('leaves out the paths only where nothing else in the schema names them', () => {
+    const components = { schemas: { A: { type: 'object', properties: { b: { $ref: '#/components/schemas/B' } } }, B: { type: 'string' } } };
+    const paths = { '/a': { post: { requestBody: { content: { 'application/json': { schema: { $id: 'inline' } } } } } } };
+    const schema = { paths, components, required: ['body'], properties: { body: { $ref: '#/components/schemas/A' } } };
+    expect(withoutUnnamedPaths(schema)).toEqual({ components, required: ['body'], properties: { body: { $ref: '#/components/schemas/A' } } });
+    expect(withoutUnnamedPaths(schema)).not.toHaveProperty('paths');
+    const kept = [
+      { paths, components, properties: { body: { $ref: '#/paths/~1a/post' } } },
+      { paths, components, properties: { body: { $ref: '#/paths' } } },
+      { paths, components: { schemas: { A: { $ref: '#/paths/~1a' } } }, properties: {} },
+      { paths, components, properties: { body: { $ref: '#' } } },
+      { paths, components, properties: { body: { $ref: 'other.json#/x' } } },
+      { paths, components, properties: { body: { $id: 'https://example.com/x' } } },
+      { paths, components, properties: { body: { $dynamicRef: '#node' } } },
+      { paths, components: 'not an object', properties: {} },
+    ];
+    for (const schema of kept) expect(withoutUnnamedPaths(schema)).toBe(schema);
+    const noPaths = { components, properties: {} };
+    expect(withoutUnnamedPaths(noPaths)).toBe(noPaths);
+  });
+
+  it("validates each operation's body as it did with the paths, and the validator adds its schemas without them", async () => {
+    const { createRequestAjv } = require('./framework/ajv/index.js') as { createRequestAjv(apiDoc: object, options: object): { compile(schema: object): Validate } };
+    const options = new OpenApiValidator({ apiSpec: {}, validateRequests: { allowUnknownQueryParameters: false, allErrors: true }, validateSecurity: false, validateFormats: true }).ajvOpts.request;
+    deferValidatorStartUpWork();
+    const { apiDoc } = prepare().prepared as { apiDoc: { paths: Record<string, Record<string, { requestBody?: { content: Record<string, { schema: object }> } }>>; components: object } };
+    const withPaths = createRequestAjv(apiDoc, options);
+    const without = createRequestAjv(apiDoc, options);
+    const samples = [{}, [], 'text', 1, null, { model: 'local', messages: [], input: 'hi', name: 'a', stream: 'yes', unexpected: true }];
+    let compared = 0;
+    for (const [path, item] of Object.entries(apiDoc.paths)) {
+      for (const [method, operation] of Object.entries(item)) {
+        const body = operation.requestBody?.content['application/json']?.schema;
+        if (!body) continue;
+        const schema = { paths: apiDoc.paths, components: apiDoc.components, required: ['body'], properties: { query: {}, headers: {}, params: {}, cookies: {}, body } };
+        const lean = withoutUnnamedPaths(schema);
+        expect(lean, `${method} ${path}`).not.toHaveProperty('paths');
+        const full = withPaths.compile(schema);
+        const leaner = without.compile(lean as object);
+        for (const sample of samples) {
+          const data = { query: {}, headers: {}, params: {}, cookies: {}, body: structuredClone(sample) };
+          expect(leaner(structuredClone(data)), `${method} ${path}`).toBe(full(structuredClone(data)));
+          expect(leaner.errors, `${method} ${path}`).toEqual(full.errors);
+          compared++;
+        }
+      }
+    }
+    expect(compared).toBeGreaterThan(200);
+
+    const util = require('./middlewares/util.js') as { useAjvCache(ajv: object, schema: object, key: string): unknown };
+    const added: object[] = [];
+    util.useAjvCache({ getSchema: () => undefined, addSchema: (schema: object) => added.push(schema) }, { paths: apiDoc.paths, components: apiDoc.components, properties: {} }, 'key');
+    expect(added).toEqual([{ components: apiDoc.components, properties: {} }]);
   });
 });
