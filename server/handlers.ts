@@ -22,6 +22,10 @@ import { systemHandlers } from './system/handlers.ts';
  * undeclared status or a body off the contract is a compile error, not a 501 at run time.
  */
 export function buildHandlers(services: Services, contract: Contract) {
+  // Runs per day are a quota of agent and team turns; where the body names the agent, the guard cannot.
+  const checkRunQuota = async (userId: string) => {
+    await services.quotas.enforce(userId, await services.accountPlans.planOf(userId), ['runs_per_day']);
+  };
   return {
     ...systemHandlers({
       contract,
@@ -41,20 +45,10 @@ export function buildHandlers(services: Services, contract: Contract) {
     ...modelHandlers({
       models: services.models,
       usage: services.usage,
-      virtualModels: createOpenAIModels({
-        ...services,
-        async checkRunQuota(userId) {
-          await services.quotas.enforce(userId, await services.accountPlans.planOf(userId), ['runs_per_day']);
-        },
-      }),
+      virtualModels: createOpenAIModels({ ...services, checkRunQuota }),
     }),
     ...knowledgeHandlers(services),
-    ...responseHandlers({
-      ...services,
-      async checkRunQuota(userId) {
-        await services.quotas.enforce(userId, await services.accountPlans.planOf(userId), ['runs_per_day']);
-      },
-    }),
+    ...responseHandlers({ ...services, checkRunQuota }),
     ...a2aHandlers(services, contract),
     ...mcpHandlers({ ...services, publicUrl: services.config.publicUrl, corsOrigins: services.config.corsOrigins, planOf: services.accountPlans.planOf }),
   } satisfies AppHandlers;

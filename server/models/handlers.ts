@@ -13,7 +13,7 @@ import type { UsageKind, UsageRecord } from '../usage/meter.ts';
 import { toApiError, type ModelGateway } from './gateway.ts';
 import { countTokens } from './local.ts';
 import { chunkText, estimatedUsage } from './upstream.ts';
-import { isVirtualModelId, type VirtualModels } from './virtual.ts';
+import { isVirtualModelId, unknownModel, type VirtualModels } from './virtual.ts';
 import type {
   ChatCompletionChunk,
   ChatCompletionRequest,
@@ -100,10 +100,6 @@ export function checkToolMessages(messages: ChatMessage[]): void {
       });
     }
   });
-}
-
-function unknownModel(id: string): ApiError {
-  return new ApiError('not_found', `The model ${id} does not exist.`, { details: [{ field: 'model', message: 'unknown model' }] });
 }
 
 /** Little-endian float32 bytes in base64, as OpenAI's `encoding_format: base64` sends vectors. */
@@ -286,7 +282,7 @@ export function modelHandlers(deps: ModelHandlerDeps) {
 
       if (isVirtualModelId(body.model)) {
         const virtual = deps.virtualModels;
-        if (!virtual || !(await virtual.get(auth.userId, body.model))) throw unknownModel(body.model);
+        if (!virtual) throw unknownModel(body.model);
         if (!stream) return { status: 200, body: await virtual.chat(callerOf(auth), body, { signal }) };
         const chunks = virtual.chatStream(callerOf(auth), body, { signal });
         return { status: 200, stream: await startStream(request, chunks, { includeUsage, kind: undefined, relay: chatRelay(body) }) };

@@ -12,10 +12,10 @@ import type { AgentStore } from '../agents/agents.ts';
 import { ApiError } from '../errors.ts';
 import { field } from '../errors.ts';
 import { textOf, type ChatCompletion, type ChatCompletionChunk, type ChatCompletionRequest, type ChatMessage, type ToolCall } from '../models/types.ts';
-import type { ModelCaller, VirtualModels } from '../models/virtual.ts';
+import { unknownModel, type ModelCaller, type VirtualModels } from '../models/virtual.ts';
 import type { RunEngine, RunHandle, TeamTurnInput, TurnOptions } from '../runs/engine.ts';
 import type { ApprovalAnswer, ModelSettings } from '../runs/loop.ts';
-import { collectTurn, succeeded } from '../runs/turns.ts';
+import { checkTurnTarget, collectTurn, succeeded } from '../runs/turns.ts';
 import type { TeamStore } from '../teams/teams.ts';
 
 type Model = components['schemas']['Model'];
@@ -152,14 +152,14 @@ export function createOpenAIModels(deps: OpenAIModelDeps): VirtualModels {
 
   const start = async (caller: ModelCaller, request: ChatCompletionRequest, signal: AbortSignal): Promise<RunHandle> => {
     const target = split(request.model);
-    if (!target) throw new ApiError('not_found', `The model ${request.model} does not exist.`);
+    if (!target) throw unknownModel(request.model);
     // A run is one answer; silently answering one of several asked for would be a lie.
     if (request.n != null && request.n > 1) {
       throw new ApiError('invalid_request', 'Agents and teams give one answer per request: n above 1 is not supported for them.', {
         details: [{ field: 'n', message: 'must be 1 for agent: and team: models' }],
       });
     }
-    await deps.checkRunQuota(caller.userId);
+    const agent = await checkTurnTarget(deps, caller.userId, target, () => unknownModel(request.model));
     const { messages, answeredCalls } = approvalAnswers(request.messages);
     const common = {
       ...caller,
@@ -171,7 +171,7 @@ export function createOpenAIModels(deps: OpenAIModelDeps): VirtualModels {
     };
     const handle =
       target.kind === 'agent'
-        ? await deps.engine.startAgentTurn({ ...common, agentId: target.id }, { resumable: false })
+        ? await deps.engine.startAgentTurn({ ...common, agentId: target.id, ...(agent ? { agent } : {}) }, { resumable: false })
         : await deps.teamRunner.startTeamTurn({ ...common, teamId: target.id }, { resumable: false });
     // An OpenAI client cannot resume: when it goes away, the run stops.
     signal.addEventListener('abort', () => handle.cancel(), { once: true });

@@ -3,7 +3,7 @@
 // fails the runs of servers that died. How a run opens and ends belongs to the lifecycle; what a turn
 // does (an agent's loop, a team's plan) belongs to the plan it is given.
 import type { Logger } from 'pino';
-import type { AgentStore, FunctionTool } from '../agents/agents.ts';
+import type { Agent, AgentStore, FunctionTool } from '../agents/agents.ts';
 import { checkToolNames } from '../agents/agents.ts';
 import { ApiError } from '../errors.ts';
 import type { ModelGateway } from '../models/gateway.ts';
@@ -106,6 +106,8 @@ export function withTurnInstructions(own: string | null, input: Pick<TurnInput, 
 
 export interface AgentTurnInput extends TurnInput {
   agentId: string;
+  /** The agent, where the caller has just read it as this user: the turn runs with it instead of reading it again. */
+  agent?: Agent;
 }
 
 export interface TeamTurnInput extends TurnInput {
@@ -286,14 +288,18 @@ export function createRunEngine(deps: EngineDeps): RunEngine {
     // From here on the run exists: whatever fails ends it failed.
     let history: ChatMessage[];
     try {
-      if (!open.resumed) await deps.usage.recordRun(input.userId);
-      // A session made for this turn holds nothing yet but the messages below.
-      history = fresh ? [] : await sessions.messages(sessionId);
-      // Tool results for a team member's calls belong to the member's conversation, not the session's.
-      if (!toMember) {
-        await sessions.append(sessionId, run.id, newMessages);
-        history.push(...newMessages);
-      }
+      // The day's run count is written beside the session's history, read before the new messages join it.
+      [, history] = await Promise.all([
+        open.resumed ? undefined : deps.usage.recordRun(input.userId),
+        (async () => {
+          // A session made for this turn holds nothing yet but the messages below.
+          const earlier = fresh ? [] : await sessions.messages(sessionId);
+          // Tool results for a team member's calls belong to the member's conversation, not the session's.
+          if (toMember) return earlier;
+          await sessions.append(sessionId, run.id, newMessages);
+          return [...earlier, ...newMessages];
+        })(),
+      ]);
     } catch (error) {
       await lifecycle.end(open, { status: 'failed', error: failureOf(error, undefined, turn.timeoutSeconds) }, state.usage).catch(() => undefined);
       throw error;
@@ -363,7 +369,7 @@ export function createRunEngine(deps: EngineDeps): RunEngine {
   }
 
   async function startAgentTurn(input: AgentTurnInput, options: TurnOptions): Promise<RunHandle> {
-    const agent = await deps.agents.get(input.userId, input.agentId);
+    const agent = input.agent?.id === input.agentId ? input.agent : await deps.agents.get(input.userId, input.agentId);
     const requestTools = input.tools ?? [];
     checkToolNames(requestTools, 'tools');
     const clientTools = mergeClientTools(agent.tools, requestTools);

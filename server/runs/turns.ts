@@ -1,6 +1,7 @@
 // A turn as the surfaces use it: start one for the agent or team a request names, and answer it blocking
 // as the fold of its events (the same fold the typed client applies to a stream).
 import { foldTurnStream, type FoldedTurn } from '../../client/turn.ts';
+import type { Agent } from '../agents/agents.ts';
 import { ApiError } from '../errors.ts';
 import type { RunEvent } from './events.ts';
 import type { AgentTurnInput, RunEngine, RunHandle, TeamTurnInput, TurnInput, TurnOptions } from './engine.ts';
@@ -12,6 +13,28 @@ export type StartTurn = (input: TurnInput, options: TurnOptions) => Promise<RunH
 
 export function agentTurn(engine: Pick<RunEngine, 'startAgentTurn'>, agentId: string): StartTurn {
   return (input, options) => engine.startAgentTurn({ ...input, agentId } satisfies AgentTurnInput, options);
+}
+
+/** What a surface that names its agent or team in the request checks before a turn. */
+export interface TurnTargetDeps {
+  agents: { get(userId: string, agentId: string): Promise<Agent> };
+  teams: { get(userId: string, teamId: string): Promise<unknown> };
+  checkRunQuota(userId: string): Promise<void>;
+}
+
+/**
+ * Checks that the caller owns the agent or team and may run it today. Both are read side by side; a
+ * target the caller does not own fails first, as `missing()` (another user's looks like none at all),
+ * then the quota. Answers the agent read, which its turn can run with (`AgentTurnInput.agent`).
+ */
+export async function checkTurnTarget(deps: TurnTargetDeps, userId: string, target: { kind: 'agent' | 'team'; id: string }, missing: () => ApiError): Promise<Agent | undefined> {
+  const [owned, quota] = await Promise.allSettled([
+    target.kind === 'agent' ? deps.agents.get(userId, target.id) : deps.teams.get(userId, target.id).then(() => undefined),
+    deps.checkRunQuota(userId),
+  ]);
+  if (owned.status === 'rejected') throw owned.reason instanceof ApiError && owned.reason.code === 'not_found' ? missing() : owned.reason;
+  if (quota.status === 'rejected') throw quota.reason;
+  return owned.value;
 }
 
 export function teamTurn(runner: { startTeamTurn(input: TeamTurnInput, options: TurnOptions): Promise<RunHandle> }, teamId: string): StartTurn {

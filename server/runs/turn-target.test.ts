@@ -1,0 +1,80 @@
+// A turn whose request names its agent as a model (chat completions' `agent:<id>`, the Responses API's
+// `model`): the agent is read once, beside the day's runs, and the turn runs with that read; an agent the
+// caller does not own is an unknown model before any quota, as a missing one is.
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { startTestServer, type TestServer, type TestUser } from '../testing/harness.ts';
+
+let server: TestServer;
+beforeAll(async () => {
+  const plans = path.join(mkdtempSync(path.join(tmpdir(), 'oaa-turn-target-')), 'plans.yaml');
+  writeFileSync(
+    plans,
+    `plans:
+  - id: free
+    name: Free
+    limits: { requests_per_minute: null, tokens_per_month: null, runs_per_day: 2, agents: null, teams: null, knowledge_documents: null, knowledge_bytes: null }
+`,
+  );
+  server = await startTestServer({ env: { PLANS_FILE: plans } });
+});
+afterAll(() => server?.close());
+
+async function agentOf(user: TestUser): Promise<string> {
+  const { data } = await user.client.POST('/v1/agents', { body: { name: 'helper', model: 'local' } });
+  return data!.id;
+}
+
+const surfaces = {
+  'chat completions': (user: TestUser, model: string) =>
+    fetch(`${server.url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${user.apiKey}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ model, messages: [{ role: 'user', content: 'hello' }] }),
+    }),
+  responses: (user: TestUser, model: string) =>
+    fetch(`${server.url}/v1/responses`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${user.apiKey}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ model, input: 'hello' }),
+    }),
+};
+
+describe.each(Object.entries(surfaces))('an agent named as the model of %s', (_name, post) => {
+  it('is read once for its turn', async () => {
+    const user = await server.signUp();
+    const agentId = await agentOf(user);
+    const reads = vi.spyOn(server.services.agents, 'get');
+    try {
+      const response = await post(user, `agent:${agentId}`);
+      expect(response.status).toBe(200);
+      expect(reads.mock.calls).toEqual([[user.userId, agentId]]);
+    } finally {
+      reads.mockRestore();
+    }
+  });
+
+  it("answers another user's agent as a missing one, before the quota, and the caller's own with the quota", async () => {
+    const owner = await server.signUp();
+    const theirs = await agentOf(owner);
+    const caller = await server.signUp();
+    const own = await agentOf(caller);
+    await server.services.usage.recordRun(caller.userId);
+    await server.services.usage.recordRun(caller.userId);
+
+    const missing = await post(caller, 'agent:agt_missing');
+    const foreign = await post(caller, `agent:${theirs}`);
+    expect(missing.status).toBe(404);
+    expect(foreign.status).toBe(404);
+    const [missingBody, foreignBody] = [await missing.json(), await foreign.json()];
+    expect(foreignBody.error.code).toBe(missingBody.error.code);
+    expect(foreignBody.error.message).toBe(missingBody.error.message.replace('agt_missing', theirs));
+    expect(foreignBody.error.details).toEqual(missingBody.error.details);
+
+    const limited = await post(caller, `agent:${own}`);
+    expect(limited.status).toBe(402);
+    expect((await limited.json()).error.details.map((detail: { metric: string }) => detail.metric)).toEqual(['runs_per_day']);
+  });
+});
