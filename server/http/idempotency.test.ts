@@ -1,14 +1,11 @@
 // Idempotency-Key on the operations that create something, through the real app on both engines:
 // replays, reuse with another request, requests in flight, expiry, scoping, and what is not kept.
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { components } from '../../generated/openapi.gen.ts';
 import { availableEngines, type Engine } from '../testing/database.ts';
 import { startFakeOpenAI, type FakeOpenAI } from '../testing/fake-openai.ts';
 import { startTestServer, type TestServer, type TestUser } from '../testing/harness.ts';
-import { unlimitedPlanEnv } from '../testing/plans.ts';
+import { planEnv, unlimitedPlanEnv } from '../testing/plans.ts';
 import { ApiError } from '../errors.ts';
 import { canonicalJson } from './idempotency.ts';
 
@@ -298,23 +295,7 @@ describe('Idempotency-Key and plan quotas', () => {
   let user: TestUser;
 
   beforeAll(async () => {
-    const file = path.join(mkdtempSync(path.join(tmpdir(), 'oaa-plans-')), 'plans.yaml');
-    writeFileSync(
-      file,
-      `plans:
-  - id: one-agent
-    name: One agent
-    limits:
-      requests_per_minute: null
-      tokens_per_month: null
-      runs_per_day: null
-      agents: 1
-      teams: null
-      knowledge_documents: null
-      knowledge_bytes: null
-`,
-    );
-    server = await startTestServer({ env: { PLANS_FILE: file } });
+    server = await startTestServer({ env: planEnv({ agents: 1 }) });
     user = await server.signUp();
   });
   afterAll(async () => {

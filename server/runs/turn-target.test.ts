@@ -2,23 +2,12 @@
 // `model`): the agent is read once, beside the day's runs, and the turn runs with that read; an agent the
 // caller does not own is an unknown model before any quota, as a missing one is.
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
 import { startTestServer, type TestServer, type TestUser } from '../testing/harness.ts';
+import { planEnv } from '../testing/plans.ts';
 
 let server: TestServer;
 beforeAll(async () => {
-  const plans = path.join(mkdtempSync(path.join(tmpdir(), 'oaa-turn-target-')), 'plans.yaml');
-  writeFileSync(
-    plans,
-    `plans:
-  - id: free
-    name: Free
-    limits: { requests_per_minute: null, tokens_per_month: null, runs_per_day: 2, agents: null, teams: null, knowledge_documents: null, knowledge_bytes: null }
-`,
-  );
-  server = await startTestServer({ env: { PLANS_FILE: plans } });
+  server = await startTestServer({ env: planEnv({ runs_per_day: 2 }) });
 });
 afterAll(() => server?.close());
 

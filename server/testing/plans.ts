@@ -16,7 +16,13 @@ export const NO_LIMITS = `    limits:
 `;
 
 export function unlimitedPlanEnv(): { PLANS_FILE: string } {
+  return planEnv({});
+}
+
+/** PLANS_FILE of one plan, every user's, with the given `limits` and every other limit off. */
+export function planEnv(limits: Record<string, number>): { PLANS_FILE: string } {
   const file = path.join(mkdtempSync(path.join(tmpdir(), 'oaa-plans-')), 'plans.yaml');
-  writeFileSync(file, `plans:\n  - id: unlimited\n    name: Unlimited\n${NO_LIMITS}`);
+  const lines = NO_LIMITS.replace(/^( {6})(\w+): null$/gm, (line, indent: string, metric: string) => (metric in limits ? `${indent}${metric}: ${limits[metric]}` : line));
+  writeFileSync(file, `plans:\n  - id: only\n    name: Only\n${lines}`);
   return { PLANS_FILE: file };
 }
