@@ -80,8 +80,9 @@ export function a2aHandlers(deps: A2aDeps, contract: Pick<Contract, 'version'>) 
     teamRunner: deps.teamRunner,
     push: deps.a2aPush,
     async ownTarget(userId, targetId) {
-      if (targetId.startsWith('team_')) await deps.teams.get(userId, targetId);
-      else await deps.agents.get(userId, targetId);
+      if (!targetId.startsWith('team_')) return deps.agents.get(userId, targetId);
+      await deps.teams.get(userId, targetId);
+      return undefined;
     },
   });
 

@@ -1,6 +1,7 @@
-// A turn whose request names its agent as a model (chat completions' `agent:<id>`, the Responses API's
-// `model`): the agent is read once, beside the day's runs, and the turn runs with that read; an agent the
-// caller does not own is an unknown model before any quota, as a missing one is.
+// A turn whose request names its agent: as a model (chat completions' `agent:<id>`, the Responses API's
+// `model`) or as the receiver of an A2A message. The agent is read once, beside the day's runs where the
+// handler checks them, and the turn runs with that read; an agent the caller does not own is an unknown
+// model before any quota, as a missing one is.
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { startTestServer, type TestServer, type TestUser } from '../testing/harness.ts';
 import { planEnv } from '../testing/plans.ts';
@@ -65,5 +66,25 @@ describe.each(Object.entries(surfaces))('an agent named as the model of %s', (_n
     const limited = await post(caller, `agent:${own}`);
     expect(limited.status).toBe(402);
     expect((await limited.json()).error.details.map((detail: { metric: string }) => detail.metric)).toEqual(['runs_per_day']);
+  });
+});
+
+describe('an agent sent an A2A message', () => {
+  it('is read once for its turn', async () => {
+    const user = await server.signUp();
+    const agentId = await agentOf(user);
+    const reads = vi.spyOn(server.services.agents, 'get');
+    try {
+      const response = await fetch(`${server.url}/a2a/${agentId}`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${user.apiKey}`, 'content-type': 'application/json', 'A2A-Version': '1.0' },
+        body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'SendMessage', params: { message: { messageId: 'm1', role: 'ROLE_USER', parts: [{ text: 'hello' }] }, configuration: { blocking: true } } }),
+      });
+      const answer = (await response.json()) as { result?: { task?: { status: { state: string } } } };
+      expect(answer.result?.task?.status.state).toBe('TASK_STATE_COMPLETED');
+      expect(reads.mock.calls).toEqual([[user.userId, agentId]]);
+    } finally {
+      reads.mockRestore();
+    }
   });
 });

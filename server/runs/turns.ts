@@ -11,8 +11,9 @@ export type { FoldedTurn } from '../../client/turn.ts';
 /** Starts a turn of the agent or team a route names. */
 export type StartTurn = (input: TurnInput, options: TurnOptions) => Promise<RunHandle>;
 
-export function agentTurn(engine: Pick<RunEngine, 'startAgentTurn'>, agentId: string): StartTurn {
-  return (input, options) => engine.startAgentTurn({ ...input, agentId } satisfies AgentTurnInput, options);
+/** `agent`, where the caller has just read it, is the one the turn runs with. */
+export function agentTurn(engine: Pick<RunEngine, 'startAgentTurn'>, agentId: string, agent?: Agent): StartTurn {
+  return (input, options) => engine.startAgentTurn({ ...input, agentId, ...(agent ? { agent } : {}) } satisfies AgentTurnInput, options);
 }
 
 /** What a surface that names its agent or team in the request checks before a turn. */
