@@ -69,6 +69,24 @@ describe.each(Object.entries(surfaces))('an agent named as the model of %s', (_n
   });
 });
 
+describe('a streamed chat completion of an agent the caller does not own', () => {
+  it('answers 404 before any stream, as for a missing agent', async () => {
+    const owner = await server.signUp();
+    const theirs = await agentOf(owner);
+    const caller = await server.signUp();
+    for (const model of [`agent:${theirs}`, 'agent:agt_missing']) {
+      const response = await fetch(`${server.url}/v1/chat/completions`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${caller.apiKey}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ model, stream: true, messages: [{ role: 'user', content: 'hello' }] }),
+      });
+      expect(response.status).toBe(404);
+      expect(response.headers.get('content-type')).toContain('application/json');
+      expect(await response.json()).toMatchObject({ error: { code: 'not_found', message: `The model ${model} does not exist.` } });
+    }
+  });
+});
+
 describe('an agent sent an A2A message', () => {
   it('is read once for its turn', async () => {
     const user = await server.signUp();
