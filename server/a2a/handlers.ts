@@ -80,9 +80,7 @@ export function a2aHandlers(deps: A2aDeps, contract: Pick<Contract, 'version'>) 
     teamRunner: deps.teamRunner,
     push: deps.a2aPush,
     async ownTarget(userId, targetId) {
-      if (!targetId.startsWith('team_')) return deps.agents.get(userId, targetId);
-      await deps.teams.get(userId, targetId);
-      return undefined;
+      return targetId.startsWith('team_') ? { team: await deps.teams.get(userId, targetId) } : { agent: await deps.agents.get(userId, targetId) };
     },
   });
 

@@ -3,13 +3,12 @@
 // team member's run is not found, exactly as a missing one. Nothing is stored here: the run, its events
 // and its session's messages are the task.
 import type { components } from '../../generated/openapi.gen.ts';
-import type { Agent } from '../agents/agents.ts';
 import { ApiError, invalidRequest } from '../errors.ts';
 import type { ChatMessage } from '../models/types.ts';
 import type { RunEngine, RunHandle, TurnInput } from '../runs/engine.ts';
 import type { RunEvent } from '../runs/events.ts';
 import type { RunRow, RunStore } from '../runs/store.ts';
-import { agentTurn, teamTurn, type StartTurn } from '../runs/turns.ts';
+import { agentTurn, teamTurn, type OwnedTarget, type StartTurn } from '../runs/turns.ts';
 import type { SessionTarget } from '../sessions/store.ts';
 import type { Queryable } from '../store/db.ts';
 import type { TeamRunner } from '../teams/runner.ts';
@@ -44,8 +43,8 @@ export interface A2aTaskDeps {
   runs: RunStore;
   engine: RunEngine;
   teamRunner: TeamRunner;
-  /** Checks that the caller owns the agent or team (another user's is not found); answers the agent read. */
-  ownTarget(userId: string, targetId: string): Promise<Agent | undefined>;
+  /** Checks that the caller owns the agent or team (another user's is not found); answers what it read. */
+  ownTarget(userId: string, targetId: string): Promise<OwnedTarget>;
   /** Push notifications: configs given with a message, and the watch of a task's next turn. */
   push: A2aPush;
 }
@@ -105,7 +104,8 @@ function decodeToken(token: string): [string, string] {
 export function createA2aTasks(deps: A2aTaskDeps) {
   const { runs, engine, db } = deps;
 
-  const starterOf = (targetId: string, agent?: Agent): StartTurn => (targetId.startsWith('team_') ? teamTurn(deps.teamRunner, targetId) : agentTurn(engine, targetId, agent));
+  const starterOf = (targetId: string, owned: OwnedTarget): StartTurn =>
+    targetId.startsWith('team_') ? teamTurn(deps.teamRunner, targetId, owned.team) : agentTurn(engine, targetId, owned.agent);
 
   /** The caller's task of this agent or team, or TaskNotFound. */
   async function taskRow(userId: string, targetId: string, taskId: string): Promise<RunRow> {
@@ -154,7 +154,7 @@ export function createA2aTasks(deps: A2aTaskDeps) {
 
   /** Starts the turn a message asks for: a new task, or the next turn of the one it names. */
   async function startTurn(caller: Caller, targetId: string, request: A2aSendMessageRequest): Promise<RunHandle> {
-    const agent = await deps.ownTarget(caller.userId, targetId);
+    const owned = await deps.ownTarget(caller.userId, targetId);
     const message = request.message;
     if (message.role !== 'ROLE_USER') throw invalidRequest('A message to an agent has the role ROLE_USER.', 'message.role');
     let sessionId = message.contextId || undefined;
@@ -183,7 +183,7 @@ export function createA2aTasks(deps: A2aTaskDeps) {
       ...(approvals.length > 0 ? { approvals } : {}),
     };
     try {
-      const handle = await starterOf(targetId, agent)(input, { resumable: true });
+      const handle = await starterOf(targetId, owned)(input, { resumable: true });
       if (pushConfig) await deps.push.create(caller.userId, handle.run.id, { ...pushConfig, taskId: handle.run.id }, { watchAfter: resumeAfter ?? 0 });
       else if (resumeAfter !== undefined) await deps.push.watch(caller.userId, handle.run.id, resumeAfter);
       return handle;

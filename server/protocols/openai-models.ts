@@ -159,7 +159,7 @@ export function createOpenAIModels(deps: OpenAIModelDeps): VirtualModels {
         details: [{ field: 'n', message: 'must be 1 for agent: and team: models' }],
       });
     }
-    const agent = await checkTurnTarget(deps, caller.userId, target, () => unknownModel(request.model));
+    const owned = await checkTurnTarget(deps, caller.userId, target, () => unknownModel(request.model));
     const { messages, answeredCalls } = approvalAnswers(request.messages);
     const common = {
       ...caller,
@@ -171,8 +171,8 @@ export function createOpenAIModels(deps: OpenAIModelDeps): VirtualModels {
     };
     const handle =
       target.kind === 'agent'
-        ? await deps.engine.startAgentTurn({ ...common, agentId: target.id, ...(agent ? { agent } : {}) }, { resumable: false })
-        : await deps.teamRunner.startTeamTurn({ ...common, teamId: target.id }, { resumable: false });
+        ? await deps.engine.startAgentTurn({ ...common, agentId: target.id, agent: owned.agent }, { resumable: false })
+        : await deps.teamRunner.startTeamTurn({ ...common, teamId: target.id, team: owned.team }, { resumable: false });
     // An OpenAI client cannot resume: when it goes away, the run stops.
     signal.addEventListener('abort', () => handle.cancel(), { once: true });
     return handle;

@@ -5,14 +5,14 @@
 // included, then the new input. The run's events are projected onto the Responses stream as they come;
 // the Response object is the same projection, so retrieving it on any server gives what was streamed.
 import type { Logger } from 'pino';
-import type { Agent, AgentStore } from '../agents/agents.ts';
+import type { AgentStore } from '../agents/agents.ts';
 import { ApiError } from '../errors.ts';
 import type { ModelGateway } from '../models/gateway.ts';
 import { unknownModel } from '../models/virtual.ts';
 import type { RunEngine, RunHandle, TeamTurnInput, TurnInput, TurnOptions } from '../runs/engine.ts';
 import type { RunEvent } from '../runs/events.ts';
 import { runLoop } from '../runs/loop.ts';
-import { checkTurnTarget } from '../runs/turns.ts';
+import { checkTurnTarget, type OwnedTarget } from '../runs/turns.ts';
 import { AsyncQueue } from '../runs/queue.ts';
 import type { RunErrorInfo, RunStore } from '../runs/store.ts';
 import type { Caller } from '../runs/tools.ts';
@@ -166,18 +166,18 @@ export function createResponses(deps: ResponsesDeps) {
     return items;
   }
 
-  /** Checks that the caller may run `target` today; answers the agent read, if it names one. */
-  async function checkTarget(userId: string, target: Target): Promise<Agent | undefined> {
+  /** Checks that the caller may run `target` today; answers the agent or team read, if it names one. */
+  async function checkTarget(userId: string, target: Target): Promise<OwnedTarget> {
     const missing = () => unknownModel(target.kind === 'model' ? target.id : `${target.kind}:${target.id}`);
     if (target.kind !== 'model') return checkTurnTarget(deps, userId, target, missing);
     if (!deps.models.list().some((model) => model.id === target.id)) throw missing();
     await deps.checkRunQuota(userId);
-    return undefined;
+    return {};
   }
 
-  function startRun(target: Target, agent: Agent | undefined, input: TurnInput, body: CreateResponseRequest, options: TurnOptions): Promise<RunHandle> {
-    if (target.kind === 'agent') return deps.engine.startAgentTurn({ ...input, agentId: target.id, ...(agent ? { agent } : {}) }, options);
-    if (target.kind === 'team') return deps.teamRunner.startTeamTurn({ ...input, teamId: target.id }, options);
+  function startRun(target: Target, owned: OwnedTarget, input: TurnInput, body: CreateResponseRequest, options: TurnOptions): Promise<RunHandle> {
+    if (target.kind === 'agent') return deps.engine.startAgentTurn({ ...input, agentId: target.id, agent: owned.agent }, options);
+    if (target.kind === 'team') return deps.teamRunner.startTeamTurn({ ...input, teamId: target.id, team: owned.team }, options);
     return deps.engine.startTurn(
       {
         input,
@@ -218,7 +218,7 @@ export function createResponses(deps: ResponsesDeps) {
       if (answeredCalls && (target.kind === 'model' || (body.previous_response_id && (await responses.get(caller.userId, body.previous_response_id)).request.model !== body.model))) {
         throw invalid('model', 'approval answers go to the agent or team that asked for them: the model of the previous response');
       }
-      const agent = await checkTarget(caller.userId, target);
+      const owned = await checkTarget(caller.userId, target);
 
       const id = newId('resp');
       const background = body.background === true;
@@ -232,7 +232,7 @@ export function createResponses(deps: ResponsesDeps) {
         ...(body.instructions && target.kind !== 'model' ? { instructions: body.instructions } : {}),
       };
       // A background response is followed by retrieving it; any other is cancelled when its client leaves.
-      const handle = await startRun(target, agent, turn, body, { resumable: background });
+      const handle = await startRun(target, owned, turn, body, { resumable: background });
       let row: ResponseRow;
       try {
         row = await responses.insert({

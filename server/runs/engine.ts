@@ -4,6 +4,7 @@
 // does (an agent's loop, a team's plan) belongs to the plan it is given.
 import type { Logger } from 'pino';
 import type { Agent, AgentStore, FunctionTool } from '../agents/agents.ts';
+import type { Team } from '../teams/teams.ts';
 import { checkToolNames } from '../agents/agents.ts';
 import { ApiError } from '../errors.ts';
 import type { ModelGateway } from '../models/gateway.ts';
@@ -112,6 +113,8 @@ export interface AgentTurnInput extends TurnInput {
 
 export interface TeamTurnInput extends TurnInput {
   teamId: string;
+  /** The team, where the caller has just read it as this user: the turn runs with it instead of reading it again. */
+  team?: Team;
 }
 
 /** What a turn's plan sees: its run, its history, and the means to emit, persist and meter. */

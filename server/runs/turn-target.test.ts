@@ -1,7 +1,7 @@
-// A turn whose request names its agent: as a model (chat completions' `agent:<id>`, the Responses API's
-// `model`) or as the receiver of an A2A message. The agent is read once, beside the day's runs where the
-// handler checks them, and the turn runs with that read; an agent the caller does not own is an unknown
-// model before any quota, as a missing one is.
+// A turn whose request names its agent or team: as a model (chat completions' `agent:<id>` and
+// `team:<id>`, the Responses API's `model`) or as the receiver of an A2A message. The agent (or team) is
+// read once, beside the day's runs where the handler checks them, and the turn runs with that read; an
+// agent the caller does not own is an unknown model before any quota, as a missing one is.
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { startTestServer, type TestServer, type TestUser } from '../testing/harness.ts';
 import { planEnv } from '../testing/plans.ts';
@@ -33,7 +33,7 @@ const surfaces = {
 };
 
 describe.each(Object.entries(surfaces))('an agent named as the model of %s', (_name, post) => {
-  it('is read once for its turn', async () => {
+  it('is read once for its turn, and a team once for its own', async () => {
     const user = await server.signUp();
     const agentId = await agentOf(user);
     const reads = vi.spyOn(server.services.agents, 'get');
@@ -43,6 +43,15 @@ describe.each(Object.entries(surfaces))('an agent named as the model of %s', (_n
       expect(reads.mock.calls).toEqual([[user.userId, agentId]]);
     } finally {
       reads.mockRestore();
+    }
+    const { data: team } = await user.client.POST('/v1/teams', { body: { name: 'crew', members: [{ agent_id: agentId, is_leader: true }] } });
+    const teamReads = vi.spyOn(server.services.teams, 'get');
+    try {
+      const response = await post(user, `team:${team!.id}`);
+      expect(response.status).toBe(200);
+      expect(teamReads.mock.calls).toEqual([[user.userId, team!.id]]);
+    } finally {
+      teamReads.mockRestore();
     }
   });
 

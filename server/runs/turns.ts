@@ -3,6 +3,7 @@
 import { foldTurnStream, type FoldedTurn } from '../../client/turn.ts';
 import type { Agent } from '../agents/agents.ts';
 import { ApiError } from '../errors.ts';
+import type { Team } from '../teams/teams.ts';
 import type { RunEvent } from './events.ts';
 import type { AgentTurnInput, RunEngine, RunHandle, TeamTurnInput, TurnInput, TurnOptions } from './engine.ts';
 
@@ -13,24 +14,30 @@ export type StartTurn = (input: TurnInput, options: TurnOptions) => Promise<RunH
 
 /** `agent`, where the caller has just read it, is the one the turn runs with. */
 export function agentTurn(engine: Pick<RunEngine, 'startAgentTurn'>, agentId: string, agent?: Agent): StartTurn {
-  return (input, options) => engine.startAgentTurn({ ...input, agentId, ...(agent ? { agent } : {}) } satisfies AgentTurnInput, options);
+  return (input, options) => engine.startAgentTurn({ ...input, agentId, agent } satisfies AgentTurnInput, options);
+}
+
+/** The agent or team a surface has just read as the caller, for its turn to run with instead of reading it again. */
+export interface OwnedTarget {
+  agent?: Agent;
+  team?: Team;
 }
 
 /** What a surface that names its agent or team in the request checks before a turn. */
 export interface TurnTargetDeps {
   agents: { get(userId: string, agentId: string): Promise<Agent> };
-  teams: { get(userId: string, teamId: string): Promise<unknown> };
+  teams: { get(userId: string, teamId: string): Promise<Team> };
   checkRunQuota(userId: string): Promise<void>;
 }
 
 /**
  * Checks that the caller owns the agent or team and may run it today. Both are read side by side; a
  * target the caller does not own fails first, as `missing()` (another user's looks like none at all),
- * then the quota. Answers the agent read, which its turn can run with (`AgentTurnInput.agent`).
+ * then the quota. Answers what it read, which the turn runs with (`AgentTurnInput.agent`, `TeamTurnInput.team`).
  */
-export async function checkTurnTarget(deps: TurnTargetDeps, userId: string, target: { kind: 'agent' | 'team'; id: string }, missing: () => ApiError): Promise<Agent | undefined> {
+export async function checkTurnTarget(deps: TurnTargetDeps, userId: string, target: { kind: 'agent' | 'team'; id: string }, missing: () => ApiError): Promise<OwnedTarget> {
   const [owned, quota] = await Promise.allSettled([
-    target.kind === 'agent' ? deps.agents.get(userId, target.id) : deps.teams.get(userId, target.id).then(() => undefined),
+    target.kind === 'agent' ? deps.agents.get(userId, target.id).then((agent) => ({ agent })) : deps.teams.get(userId, target.id).then((team) => ({ team })),
     deps.checkRunQuota(userId),
   ]);
   if (owned.status === 'rejected') throw owned.reason instanceof ApiError && owned.reason.code === 'not_found' ? missing() : owned.reason;
@@ -38,8 +45,9 @@ export async function checkTurnTarget(deps: TurnTargetDeps, userId: string, targ
   return owned.value;
 }
 
-export function teamTurn(runner: { startTeamTurn(input: TeamTurnInput, options: TurnOptions): Promise<RunHandle> }, teamId: string): StartTurn {
-  return (input, options) => runner.startTeamTurn({ ...input, teamId }, options);
+/** `team`, where the caller has just read it, is the one the turn runs with. */
+export function teamTurn(runner: { startTeamTurn(input: TeamTurnInput, options: TurnOptions): Promise<RunHandle> }, teamId: string, team?: Team): StartTurn {
+  return (input, options) => runner.startTeamTurn({ ...input, teamId, team }, options);
 }
 
 /** The turn, blocking: the fold of its events. A client that goes away (`signal`) cancels the run. */

@@ -112,7 +112,7 @@ export function createTeamRunner(deps: TeamRunnerDeps) {
   const { lifecycle, runs } = deps;
 
   async function startTeamTurn(input: TeamTurnInput, options: TurnOptions): Promise<RunHandle> {
-    const team = await deps.teams.get(input.userId, input.teamId);
+    const team = input.team?.id === input.teamId ? input.team : await deps.teams.get(input.userId, input.teamId);
     checkToolNames(input.tools ?? [], 'tools');
     const members: Member[] = (await deps.teams.memberAgents(input.userId, team)).map(({ agent, role, isLeader }) => ({
       agent,
