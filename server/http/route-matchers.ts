@@ -5,8 +5,8 @@
 // function of the route and the options, so the compiled matchers of the path-to-regexp module the
 // validator loads are kept here. Only calls that can be cached (a string route, plain boolean options)
 // are; anything else compiles as before.
-import { createRequire } from 'node:module';
 import type { NextFunction, Request, Response } from 'express';
+import { validatorRequire } from './validator-start-up.ts';
 
 interface PathToRegexpModule {
   pathToRegexp(path: unknown, options?: Record<string, unknown>): { regexp: RegExp; keys: unknown[] };
@@ -17,8 +17,7 @@ const installed = Symbol.for('open-agent-api.cachedRouteMatchers');
 
 /** The path-to-regexp module as express-openapi-validator resolves it, not as this package would. */
 export function validatorPathToRegexp(): PathToRegexpModule {
-  const require = createRequire(import.meta.url);
-  return createRequire(require.resolve('express-openapi-validator'))('path-to-regexp') as PathToRegexpModule;
+  return validatorRequire('path-to-regexp') as PathToRegexpModule;
 }
 
 /**
@@ -132,8 +131,7 @@ export function routedMetadata(context: ValidatorContext, responseApiDoc: Valida
 
 /** Makes the validator's metadata step use the Express route that took the request. Idempotent. */
 export function lookUpValidatorRoutesByExpressRoute(): void {
-  const require = createRequire(createRequire(import.meta.url).resolve('express-openapi-validator'));
-  const { OpenApiValidator } = require('./openapi.validator.js') as { OpenApiValidator: { prototype: ValidatorPrototype } };
+  const { OpenApiValidator } = validatorRequire('./openapi.validator.js') as { OpenApiValidator: { prototype: ValidatorPrototype } };
   const prototype = OpenApiValidator.prototype;
   if (prototype[routedInstalled]) return;
   const original = prototype.metadataMiddleware;
