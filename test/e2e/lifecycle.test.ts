@@ -2,6 +2,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, describe, expect, it } from 'vitest';
 import { startServerProcess } from './server-process.ts';
 
@@ -16,6 +17,31 @@ describe('server process', () => {
     expect(await server.kill('SIGTERM')).toBe(0);
     expect(server.logs.some((line) => line.includes('"msg":"stopped"'))).toBe(true);
     await expect(fetch(`${server.url}/health`)).rejects.toThrow();
+  });
+
+  // A supervisor or a shell pipeline that reads the log can go away first: every later line then fails
+  // with EPIPE. The server must still stop on SIGTERM instead of retrying the write of its last lines forever.
+  it('exits 0 on SIGTERM after whoever read its log has gone', async () => {
+    const server = await startServerProcess({ DATA_DIR: dataDir });
+    expect((await fetch(`${server.url}/health`)).status).toBe(200);
+    const stdout = server.child.stdout!;
+    // The pipe closes while the server shuts down, so its next lines ("stopped") are the first to fail.
+    const closed = new Promise<void>((resolve) =>
+      stdout.on('data', (chunk: Buffer) => {
+        if (chunk.toString().includes('"msg":"shutting down"')) {
+          stdout.destroy();
+          resolve();
+        }
+      }),
+    );
+    const exited = server.kill('SIGTERM');
+    await closed;
+    const deadline = new AbortController();
+    const hung = sleep(30_000, 'still running 30 s after SIGTERM', { signal: deadline.signal }).catch(() => 'cancelled');
+    const outcome = await Promise.race([exited, hung]);
+    deadline.abort();
+    if (typeof outcome === 'string') await server.kill('SIGKILL');
+    expect(outcome).toBe(0);
   });
 
   it('refuses a second server on the same PGlite data directory', async () => {
