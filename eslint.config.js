@@ -13,6 +13,13 @@ export default tseslint.config(
       'no-restricted-properties': [
         'error',
         { object: 'process', property: 'env', message: 'Read the environment in server/config.ts only.' },
+        { object: 'url', property: 'parse', message: 'Use the WHATWG URL API (new URL); see server/http/url-parse-warning.ts.' },
+      ],
+      'no-restricted-imports': [
+        'error',
+        {
+          paths: ['node:url', 'url'].map((name) => ({ name, importNames: ['parse'], message: 'Use the WHATWG URL API (new URL); see server/http/url-parse-warning.ts.' })),
+        },
       ],
     },
   },

@@ -9,6 +9,7 @@ import swaggerUi from 'swagger-ui-express';
 import { routes } from '../generated/server.gen.ts';
 import type { Config } from './config.ts';
 import { createStreamValidators, loadContract, type Contract } from './http/contract.ts';
+import { settleUrlParseWarning } from './http/url-parse-warning.ts';
 import { deferValidatorStartUpWork } from './http/validator-start-up.ts';
 import { a2aErrorFormats } from './a2a/handlers.ts';
 import { createErrorHandler, unmatchedRoute } from './http/error-handler.ts';
@@ -57,6 +58,7 @@ export function validatorFor(contract: Contract, config: Config): RequestHandler
   cacheValidatorRouteMatchers();
   lookUpValidatorRoutesByExpressRoute();
   deferValidatorStartUpWork();
+  settleUrlParseWarning();
   return OpenApiValidator.middleware({
     // The validator dereferences in place, on a deep copy it makes of this itself.
     apiSpec: contract.document as never,

@@ -1,0 +1,41 @@
+// Node's `url.parse()` warning check, settled once for the process: each case runs in a fresh Node process,
+// where nothing has called `url.parse()` yet, and reports the warnings it saw.
+import { execFile } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import { describe, expect, it } from 'vitest';
+
+const root = fileURLToPath(new URL('../../', import.meta.url));
+
+/** Runs `setUp` (module code) in a new Node process, then a call of `url.parse()` from outside node_modules. */
+async function warningsAfter(setUp: string): Promise<string[]> {
+  const script = `
+    import url from 'node:url';
+    const warnings = [];
+    process.on('warning', (warning) => warnings.push(warning.code ?? warning.name));
+    ${setUp}
+    url.parse('/v1/agents?limit=1');
+    setImmediate(() => console.log(JSON.stringify(warnings)));
+  `;
+  const { stdout } = await promisify(execFile)(process.execPath, ['--input-type=module', '-e', script], { cwd: root, env: { PATH: process.env.PATH ?? '' } });
+  return JSON.parse(stdout) as string[];
+}
+
+describe('settleUrlParseWarning', () => {
+  it('leaves nothing to check: a later call neither warns nor looks at its caller', async () => {
+    // Without it, Node has not warned yet, so a call from outside node_modules warns (and every call checks).
+    expect(await warningsAfter('')).toEqual(['DEP0169']);
+    // With it, the warning counts as given, and settling printed nothing itself.
+    expect(await warningsAfter(`(await import('./server/http/url-parse-warning.ts')).settleUrlParseWarning();`)).toEqual([]);
+  });
+
+  it('is settled wherever the app takes the validator', async () => {
+    const setUp = `
+      const { validatorFor } = await import('./server/app.ts');
+      const { loadConfig } = await import('./server/config.ts');
+      const { loadContract } = await import('./server/http/contract.ts');
+      validatorFor(loadContract(), loadConfig({ NODE_ENV: 'test' }));
+    `;
+    expect(await warningsAfter(setUp)).toEqual([]);
+  });
+});
