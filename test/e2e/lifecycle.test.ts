@@ -35,7 +35,8 @@ describe('server process', () => {
       }),
     );
     const exited = server.kill('SIGTERM');
-    await closed;
+    await Promise.race([closed, exited]);
+    expect(stdout.destroyed).toBe(true);
     const deadline = new AbortController();
     const hung = sleep(30_000, 'still running 30 s after SIGTERM', { signal: deadline.signal }).catch(() => 'cancelled');
     const outcome = await Promise.race([exited, hung]);
