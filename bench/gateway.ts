@@ -202,6 +202,20 @@ export function rssMb(pid: number | undefined): { now: number; peak: number } {
   return { now: mb('VmRSS'), peak: mb('VmHWM') };
 }
 
+/** Linux's clock ticks per second, the unit of /proc/PID/stat's CPU times. */
+const CLOCK_TICKS = 100;
+
+/**
+ * CPU seconds a process has spent so far, user and system: all its threads, or with `thread` one of them
+ * (its pid for the main thread).
+ */
+export function cpuSeconds(pid: number, thread?: number): number {
+  const stat = readFileSync(thread === undefined ? `/proc/${pid}/stat` : `/proc/${pid}/task/${thread}/stat`, 'utf8');
+  // Fields after the command name, which may hold spaces: utime and stime are the 12th and 13th.
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS;
+}
+
 /** Starts the peak over, so that it tells the run rather than start-up; false where the kernel does not allow it. */
 export function resetPeakRss(pid: number | undefined): boolean {
   try {
@@ -276,6 +290,9 @@ export function summariseProfile(profile: CpuProfile, requests: number) {
   return { requests, windowMs: (profile.endTime - profile.startTime) / 1000, busyMs: busy / 1000, cpuMicrosPerRequest: busy / requests, areas: top(byArea, byArea.size), functions: top(byFunction, 20), inclusive: top(inclusive, 40) };
 }
 
+/** A profile's summary, with the CPU the kernel counted for the process over the same load. */
+type ProfileUnderLoad = ReturnType<typeof summariseProfile> & { processCpuMicrosPerRequest: number; mainThreadCpuMicrosPerRequest: number };
+
 /** Starts a process preloading the profile hook, warms it up, and profiles it under load at PROFILE_CONCURRENCY. */
 async function profileUnderLoad(
   start: () => Promise<Proc>,
@@ -283,18 +300,34 @@ async function profileUnderLoad(
   headers: Record<string, string>,
   procs: Proc[],
   duration: number,
-): Promise<ReturnType<typeof summariseProfile>> {
+): Promise<ProfileUnderLoad> {
   const proc = await start();
   procs.push(proc);
   const target = `${proc.url}/v1/chat/completions`;
   await load(target, headers, 16, 2);
+  const pid = proc.child.pid!;
   proc.child.kill('SIGUSR2');
+  const [processBefore, mainBefore] = [cpuSeconds(pid), cpuSeconds(pid, pid)];
   const profiled = await load(target, headers, PROFILE_CONCURRENCY, duration);
+  const [processAfter, mainAfter] = [cpuSeconds(pid), cpuSeconds(pid, pid)];
   const written = proc.waitForLine((line) => line.includes('cpu profile written'));
   proc.child.kill('SIGUSR2');
   await written;
   await proc.stop();
-  return summariseProfile(JSON.parse(readFileSync(profileFile, 'utf8')) as CpuProfile, profiled.completed);
+  const perRequest = (seconds: number) => (seconds * 1e6) / profiled.completed;
+  return {
+    ...summariseProfile(JSON.parse(readFileSync(profileFile, 'utf8')) as CpuProfile, profiled.completed),
+    // What the kernel counted: the profile's busy time is the main thread's wall time between samples, which
+    // also holds the time it waited for a core while runnable (the load generator and the upstream share the
+    // machine's two). The profiler's own sampling is in both.
+    processCpuMicrosPerRequest: perRequest(processAfter - processBefore),
+    mainThreadCpuMicrosPerRequest: perRequest(mainAfter - mainBefore),
+  };
+}
+
+/** The kernel's count beside the profile's busy time, per request. */
+function kernelCpu(profile: ProfileUnderLoad): string {
+  return `${profile.cpuMicrosPerRequest.toFixed(0)} µs busy per request in the profile; the kernel counted ${profile.mainThreadCpuMicrosPerRequest.toFixed(0)} µs of CPU on the main thread and ${profile.processCpuMicrosPerRequest.toFixed(0)} µs in all threads`;
 }
 
 /** Every area either profile spends on, server and parts side by side, largest difference first. */
@@ -386,8 +419,8 @@ async function run(options: BenchOptions) {
     const rss = rssMb(server.child.pid);
     await server.stop();
 
-    let profile: ReturnType<typeof summariseProfile> | undefined;
-    let partsProfile: ReturnType<typeof summariseProfile> | undefined;
+    let profile: ProfileUnderLoad | undefined;
+    let partsProfile: ProfileUnderLoad | undefined;
     if (options.profile) {
       // The server and the required parts alone, each warmed up, then profiled in the steady state (see
       // bench/cpu-profile-hook.ts): what the server spends beyond the parts is its own work.
@@ -505,7 +538,7 @@ async function run(options: BenchOptions) {
     if (profile) {
       lines.push(
         '',
-        `CPU profile of the server at c=${PROFILE_CONCURRENCY}: ${profile.cpuMicrosPerRequest.toFixed(0)} µs of CPU per request`,
+        `CPU profile of the server at c=${PROFILE_CONCURRENCY}: ${kernelCpu(profile)}`,
         table(
           ['where', 'share', 'µs/request'],
           profile.areas.slice(0, 15).map((area) => [area.name, `${(area.share * 100).toFixed(1)}%`, area.microsPerRequest.toFixed(1)]),
@@ -525,7 +558,7 @@ async function run(options: BenchOptions) {
     if (profile && partsProfile) {
       lines.push(
         '',
-        `CPU profile of the required parts alone at c=${PROFILE_CONCURRENCY}: ${partsProfile.cpuMicrosPerRequest.toFixed(0)} µs of CPU per request; the server spends ${(profile.cpuMicrosPerRequest - partsProfile.cpuMicrosPerRequest).toFixed(0)} µs more`,
+        `CPU profile of the required parts alone at c=${PROFILE_CONCURRENCY}: ${kernelCpu(partsProfile)}; the server's profile is ${(profile.cpuMicrosPerRequest - partsProfile.cpuMicrosPerRequest).toFixed(0)} µs busier a request, its main thread ${(profile.mainThreadCpuMicrosPerRequest - partsProfile.mainThreadCpuMicrosPerRequest).toFixed(0)} µs more CPU`,
         table(['where', 'server µs/request', 'parts µs/request', 'server - parts'], compareAreas(profile, partsProfile)),
       );
     }

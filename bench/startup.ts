@@ -13,7 +13,7 @@ import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { postgresReachable, withScratchDatabase } from '../server/testing/database.ts';
 import { freePort, spawnNode, untilHealthy } from '../server/testing/processes.ts';
-import { rssMb, table } from './gateway.ts';
+import { cpuSeconds, rssMb, table } from './gateway.ts';
 import type { BenchOptions, BenchSection } from './section.ts';
 
 const RESTARTS = 3;
@@ -21,16 +21,6 @@ const IDLE_SECONDS = 5;
 /** The idle CPU is measured from IDLE_CPU_AFTER seconds after healthy (start-up's garbage collected, the job queue's first pass done) for IDLE_CPU_SECONDS. */
 const IDLE_CPU_AFTER = 30;
 const IDLE_CPU_SECONDS = 30;
-/** Linux's clock ticks per second, the unit of /proc/PID/stat's CPU times. */
-const CLOCK_TICKS = 100;
-
-/** CPU seconds a process has spent so far, user and system, all threads. */
-function cpuSeconds(pid: number): number {
-  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  // Fields after the command name, which may hold spaces: utime and stime are the 12th and 13th.
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS;
-}
 const postgresUrl = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 
 interface Start {
