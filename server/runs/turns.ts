@@ -17,6 +17,11 @@ export function agentTurn(engine: Pick<RunEngine, 'startAgentTurn'>, agentId: st
   return (input, options) => engine.startAgentTurn({ ...input, agentId, agent } satisfies AgentTurnInput, options);
 }
 
+/** `team`, where the caller has just read it, is the one the turn runs with. */
+export function teamTurn(runner: { startTeamTurn(input: TeamTurnInput, options: TurnOptions): Promise<RunHandle> }, teamId: string, team?: Team): StartTurn {
+  return (input, options) => runner.startTeamTurn({ ...input, teamId, team }, options);
+}
+
 /** The agent or team a surface has just read as the caller, for its turn to run with instead of reading it again. */
 export interface OwnedTarget {
   agent?: Agent;
@@ -43,11 +48,6 @@ export async function checkTurnTarget(deps: TurnTargetDeps, userId: string, targ
   if (owned.status === 'rejected') throw owned.reason instanceof ApiError && owned.reason.code === 'not_found' ? missing() : owned.reason;
   if (quota.status === 'rejected') throw quota.reason;
   return owned.value;
-}
-
-/** `team`, where the caller has just read it, is the one the turn runs with. */
-export function teamTurn(runner: { startTeamTurn(input: TeamTurnInput, options: TurnOptions): Promise<RunHandle> }, teamId: string, team?: Team): StartTurn {
-  return (input, options) => runner.startTeamTurn({ ...input, teamId, team }, options);
 }
 
 /** The turn, blocking: the fold of its events. A client that goes away (`signal`) cancels the run. */
