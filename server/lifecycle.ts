@@ -16,6 +16,7 @@ export function createLifecycle(): Lifecycle {
   let idle: (() => void) | undefined;
   return {
     shuttingDown: controller.signal,
+    // eslint-disable-next-line no-restricted-syntax -- made once per process, not per request
     get inFlight() {
       return inFlight;
     },

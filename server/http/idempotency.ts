@@ -269,7 +269,6 @@ async function drain(iterator: AsyncIterator<SseFrame<unknown>>, frames: SseFram
 }
 
 function createClaim(store: IdempotencyStore, scope: KeyScope, requestId: string, log: Logger, shuttingDown: AbortSignal): IdempotencyClaim {
-  let started = false;
   // The lease is renewed for as long as this process works on the request; it stops with the answer.
   const renewal = setInterval(() => {
     store.renew(scope, requestId).catch((error: unknown) => log.warn({ err: error, idempotencyKey: scope.key }, 'could not renew an idempotency claim'));
@@ -293,12 +292,13 @@ function createClaim(store: IdempotencyStore, scope: KeyScope, requestId: string
       log.warn({ err: error, idempotencyKey: scope.key }, 'could not release an idempotency key');
     }
   };
-  return {
+  // `started` is a data property, not a getter: V8 keeps an object literal's accessors in old space, where
+  // they hold their closures (and all this claim's state) past every young collection (see
+  // HandlerRequest in server/http/operations.ts).
+  const claim: IdempotencyClaim & { started: boolean } = {
+    started: false,
     begin() {
-      started = true;
-    },
-    get started() {
-      return started;
+      claim.started = true;
     },
     async settle(outcome) {
       if (outcome.status >= 500) {
@@ -322,6 +322,7 @@ function createClaim(store: IdempotencyStore, scope: KeyScope, requestId: string
     },
     release: forget,
   };
+  return claim;
 }
 
 export interface IdempotencyStepOptions {
