@@ -5,6 +5,7 @@ import path from 'node:path';
 import { PGlite, types } from '@electric-sql/pglite';
 import { vector } from '@electric-sql/pglite-pgvector';
 import type { Db, Queryable, SqlValue } from './db.ts';
+import { lockWithoutGenerators } from './pglite-locks.ts';
 import { preparedQueries, type PreparedQueries } from './pglite-statements.ts';
 
 export interface PgliteOptions {
@@ -125,6 +126,7 @@ function lockDataDir(dataDir: string): () => void {
 }
 
 export async function openPglite(options: PgliteOptions = {}): Promise<PgliteDb> {
+  lockWithoutGenerators();
   let unlock = () => {};
   if (options.dataDir) {
     mkdirSync(options.dataDir, { recursive: true });
