@@ -5,19 +5,15 @@
 // a literal's accessors in the old generation; see HandlerRequest in operations.ts). Each case runs in a
 // fresh Node process with the collector exposed: it serves a thousand requests one at a time, lets two
 // young collections promote whatever survived, and reports how far the old generation grew per request.
-import { execFile } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
-import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
-
-const root = fileURLToPath(new URL('../../', import.meta.url));
-const REQUESTS = 1000;
+import { evalModule, OLD_GENERATION_PROBE } from '../testing/processes.ts';
 
 /** Old-generation bytes per request after serving `path`; `handlers` (module code) replaces handlers of the map. */
 async function oldBytesPerRequest(path: string, handlers = '{}'): Promise<number> {
-  const script = `
+  return evalModule<number>(
+    `
     import http from 'node:http';
-    import v8 from 'node:v8';
+    ${OLD_GENERATION_PROBE}
     const { startTestServer } = await import('./server/testing/harness.ts');
     const server = await startTestServer({ handlers: ${handlers} });
     const { apiKey } = await server.signUp();
@@ -29,24 +25,13 @@ async function oldBytesPerRequest(path: string, handlers = '{}'): Promise<number
         res.on('end', resolve);
       }).on('error', reject);
     });
-    const oldUsed = () => v8.getHeapSpaceStatistics().find((space) => space.space_name === 'old_space').space_used_size;
-    for (let i = 0; i < 200; i++) await get();
-    gc();
-    const before = oldUsed();
-    for (let i = 0; i < ${REQUESTS}; i++) await get();
-    gc({ type: 'minor' });
-    gc({ type: 'minor' });
-    const grown = oldUsed() - before;
+    const perRequest = await oldBytesPer(async (count) => { for (let i = 0; i < count; i++) await get(); }, 200, 1000);
     await server.close();
-    console.log(JSON.stringify(grown / ${REQUESTS}));
+    console.log(JSON.stringify(perRequest));
     process.exit(0);
-  `;
-  const { stdout } = await promisify(execFile)(process.execPath, ['--expose-gc', '--input-type=module', '-e', script], {
-    cwd: root,
-    env: { PATH: process.env.PATH ?? '' },
-    maxBuffer: 1 << 20,
-  });
-  return JSON.parse(stdout.trim().split('\n').at(-1)!) as number;
+  `,
+    ['--expose-gc'],
+  );
 }
 
 describe('a served request', () => {

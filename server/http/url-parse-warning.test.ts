@@ -1,24 +1,18 @@
 // Node's `url.parse()` warning check, settled once for the process: each case runs in a fresh Node process,
 // where nothing has called `url.parse()` yet, and reports the warnings it saw.
-import { execFile } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
-import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
-
-const root = fileURLToPath(new URL('../../', import.meta.url));
+import { evalModule } from '../testing/processes.ts';
 
 /** Runs `setUp` (module code) in a new Node process, then a call of `url.parse()` from outside node_modules. */
 async function warningsAfter(setUp: string): Promise<string[]> {
-  const script = `
+  return evalModule<string[]>(`
     import url from 'node:url';
     const warnings = [];
     process.on('warning', (warning) => warnings.push(warning.code ?? warning.name));
     ${setUp}
     url.parse('/v1/agents?limit=1');
     setImmediate(() => console.log(JSON.stringify(warnings)));
-  `;
-  const { stdout } = await promisify(execFile)(process.execPath, ['--input-type=module', '-e', script], { cwd: root, env: { PATH: process.env.PATH ?? '' } });
-  return JSON.parse(stdout) as string[];
+  `);
 }
 
 describe('settleUrlParseWarning', () => {

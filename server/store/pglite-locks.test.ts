@@ -2,36 +2,25 @@
 // generation is measured in fresh Node processes with the collector exposed: a few thousand statements one
 // at a time, two young collections to promote whatever survived, and the old generation's growth per
 // statement, with PGlite's own `runExclusive` (the control) and with the replacement.
-import { execFile } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
-import { promisify } from 'node:util';
 import { Mutex } from '@electric-sql/pglite';
 import { describe, expect, it } from 'vitest';
+import { evalModule, OLD_GENERATION_PROBE } from '../testing/processes.ts';
 import { lockWithoutGenerators } from './pglite-locks.ts';
 
-const root = fileURLToPath(new URL('../../', import.meta.url));
-const STATEMENTS = 3000;
-
 async function oldBytesPerStatement(replace: boolean): Promise<number> {
-  const script = `
-    import v8 from 'node:v8';
+  return evalModule<number>(
+    `
     import { PGlite } from '@electric-sql/pglite';
+    ${OLD_GENERATION_PROBE}
     ${replace ? `(await import('./server/store/pglite-locks.ts')).lockWithoutGenerators();` : ''}
     const pg = await PGlite.create();
-    const oldUsed = () => v8.getHeapSpaceStatistics().find((space) => space.space_name === 'old_space').space_used_size;
     const payload = 'x'.repeat(512);
-    const run = async (n) => { for (let i = 0; i < n; i++) await pg.query('select length($1::text) as n', [payload + i]); };
-    await run(500);
-    gc();
-    const before = oldUsed();
-    await run(${STATEMENTS});
-    gc({ type: 'minor' });
-    gc({ type: 'minor' });
-    console.log(JSON.stringify((oldUsed() - before) / ${STATEMENTS}));
+    const perStatement = await oldBytesPer(async (count) => { for (let i = 0; i < count; i++) await pg.query('select length($1::text) as n', [payload + i]); }, 500, 3000);
     await pg.close();
-  `;
-  const { stdout } = await promisify(execFile)(process.execPath, ['--expose-gc', '--input-type=module', '-e', script], { cwd: root, env: { PATH: process.env.PATH ?? '' } });
-  return JSON.parse(stdout.trim().split('\n').at(-1)!) as number;
+    console.log(JSON.stringify(perStatement));
+  `,
+    ['--expose-gc'],
+  );
 }
 
 describe("PGlite's locks", () => {
@@ -52,8 +41,7 @@ describe("PGlite's locks", () => {
       console.log(JSON.stringify([before, kind()]));
       await db.close();
     `;
-    const { stdout } = await promisify(execFile)(process.execPath, ['--input-type=module', '-e', script], { cwd: root, env: { PATH: process.env.PATH ?? '' } });
-    expect(JSON.parse(stdout.trim().split('\n').at(-1)!)).toEqual(['Function', 'AsyncFunction']);
+    expect(await evalModule(script)).toEqual(['Function', 'AsyncFunction']);
   });
 
   it('still run one holder at a time, in order, and let go when the holder throws', async () => {

@@ -1,9 +1,10 @@
 // This repository's programs (server/main.ts, scripts/…, bench/upstream.ts) run as Node child processes,
 // for end-to-end tests and benchmarks: from the repository root, with PATH and the given environment only.
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { createServer, type AddressInfo } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
 
@@ -52,6 +53,39 @@ export async function runScript(script: string, args: string[], env: Record<stri
   if (code !== 0) throw new Error(`${script} exited with ${code}: ${err}`);
   return out.trim();
 }
+
+/**
+ * Runs module code (`node --input-type=module -e`) in a new Node process from the repository root, so that
+ * `./server/…` imports resolve, and answers what it printed last, as JSON: for what a test must see in a
+ * process nothing else has touched (warnings not yet given, the collector's own counts).
+ */
+export async function evalModule<T>(code: string, nodeArgs: string[] = []): Promise<T> {
+  const { stdout } = await promisify(execFile)(process.execPath, [...nodeArgs, '--input-type=module', '-e', code], {
+    cwd: root,
+    env: { PATH: process.env.PATH ?? '' },
+    maxBuffer: 1 << 20,
+  });
+  return JSON.parse(stdout.trim().split('\n').at(-1)!) as T;
+}
+
+/**
+ * Module code for evalModule (with `--expose-gc`) that defines `oldBytesPer(run, warmUp, count)`: after
+ * `run(warmUp)` and a full collection, how far `run(count)` grows the old generation per call once two young
+ * collections have promoted whatever survived them.
+ */
+export const OLD_GENERATION_PROBE = `
+  const { getHeapSpaceStatistics } = await import('node:v8');
+  const oldUsed = () => getHeapSpaceStatistics().find((space) => space.space_name === 'old_space').space_used_size;
+  const oldBytesPer = async (run, warmUp, count) => {
+    await run(warmUp);
+    gc();
+    const before = oldUsed();
+    await run(count);
+    gc({ type: 'minor' });
+    gc({ type: 'minor' });
+    return (oldUsed() - before) / count;
+  };
+`;
 
 /** A loopback port nothing listens on at the moment of asking. */
 export async function freePort(): Promise<number> {
