@@ -26,4 +26,4 @@ VOLUME ["/data"]
 # Liveness: the process answers. Readiness (/ready, the database) is the orchestrator's to ask.
 HEALTHCHECK --interval=10s --timeout=3s --start-period=30s --retries=3 \
   CMD ["node", "-e", "fetch('http://127.0.0.1:' + (process.env.PORT || 3000) + '/health').then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
-CMD ["node", "server/main.ts"]
+CMD ["node", "--max-semi-space-size=16", "server/main.ts"]

@@ -6,6 +6,7 @@ import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { haproxyConfig } from '../scripts/cluster.ts';
 import { loadConfig } from '../server/config.ts';
+import { SERVER_ARGS } from '../server/testing/processes.ts';
 
 const root = fileURLToPath(new URL('../', import.meta.url));
 const read = (file: string) => readFileSync(`${root}${file}`, 'utf8');
@@ -27,7 +28,14 @@ describe('deployment files', () => {
     for (const [, name] of dockerfile.matchAll(/^\s*(?:ENV\s+)?([A-Z][A-Z0-9_]+)=/gm)) expect(known(name!), name).toBe(true);
     expect(Number(/PORT=(\d+)/.exec(dockerfile)?.[1])).toBe(exposed);
     // What the image runs exists.
-    expect(/^CMD \["node", "([^"]+)"\]$/m.exec(dockerfile)?.[1]).toBe('server/main.ts');
+    const command = /^CMD (\[.*\])$/m.exec(dockerfile)?.[1];
+    expect(JSON.parse(command ?? '[]')).toEqual(['node', ...SERVER_ARGS]);
+  });
+
+  it('npm start and npm run dev start the server as the image does', () => {
+    const { scripts } = JSON.parse(read('package.json')) as { scripts: Record<string, string> };
+    expect(scripts.start).toBe(['node', ...SERVER_ARGS].join(' '));
+    expect(scripts.dev).toBe(['node', '--watch', ...SERVER_ARGS].join(' '));
   });
 
   it('compose.yaml: servers, PostgreSQL with pgvector, Redis and a load balancer, with known variables and matching ports', () => {
