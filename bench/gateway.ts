@@ -19,6 +19,7 @@ import { Agent, request } from 'node:http';
 import { createRequire } from 'node:module';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { freePort, runScript, SERVER_ARGS, spawnNode, untilHealthy } from '../server/testing/processes.ts';
 import type { BenchOptions, BenchSection } from './section.ts';
@@ -216,6 +217,23 @@ export function cpuSeconds(pid: number, thread?: number): number {
   return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS;
 }
 
+/**
+ * Waits, up to 15 s, until a process has used under a tenth of a core over a quarter of a second: a server
+ * is healthy before its start-up is over (on PGlite, V8 recompiles its SQL parser on a background thread
+ * for about two seconds, near 600 MB of compiler memory), and what start-up takes should not be counted
+ * as the load's.
+ */
+export async function untilQuiet(pid: number): Promise<void> {
+  const deadline = performance.now() + 15_000;
+  let before = cpuSeconds(pid);
+  while (performance.now() < deadline) {
+    await sleep(250);
+    const now = cpuSeconds(pid);
+    if (now - before < 0.025) return;
+    before = now;
+  }
+}
+
 /** Starts the peak over, so that it tells the run rather than start-up; false where the kernel does not allow it. */
 export function resetPeakRss(pid: number | undefined): boolean {
   try {
@@ -384,6 +402,7 @@ async function run(options: BenchOptions) {
     const { serverEnv, apiKey } = await prepareServer(dataDir, upstream.url);
     const server = await startServer(serverEnv);
     procs.push(server);
+    await untilQuiet(server.child.pid!);
     const startupRss = rssMb(server.child.pid);
     const peakIsForTheRun = resetPeakRss(server.child.pid);
 
