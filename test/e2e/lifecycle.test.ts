@@ -1,5 +1,5 @@
 // The server process as an operator runs it: starts on the embedded default, stops cleanly on SIGTERM.
-import { mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -43,6 +43,29 @@ describe('server process', () => {
     deadline.abort();
     if (typeof outcome === 'string') await server.kill('SIGKILL');
     expect(outcome).toBe(0);
+  });
+
+  // main.ts turns on Node's compile cache, in the temporary directory unless NODE_COMPILE_CACHE says
+  // otherwise, and writes it once listening, so that even a killed server leaves it for the next start.
+  it('leaves its compiled modules in the compile cache once listening, even when killed', async () => {
+    const cacheFiles = (dir: string) => (existsSync(path.join(dir, 'node-compile-cache')) ? readdirSync(path.join(dir, 'node-compile-cache'), { recursive: true }).length : 0);
+    const temp = mkdtempSync(path.join(tmpdir(), 'oaa-compile-cache-'));
+    const disabledTemp = mkdtempSync(path.join(tmpdir(), 'oaa-compile-cache-off-'));
+    try {
+      const server = await startServerProcess({ DATA_DIR: dataDir, TMPDIR: temp });
+      // Served only once the listening callback, which writes the cache, has returned.
+      expect((await fetch(`${server.url}/health`)).status).toBe(200);
+      await server.kill('SIGKILL');
+      expect(cacheFiles(temp)).toBeGreaterThan(100);
+
+      const disabled = await startServerProcess({ DATA_DIR: dataDir, TMPDIR: disabledTemp, NODE_DISABLE_COMPILE_CACHE: '1' });
+      expect((await fetch(`${disabled.url}/health`)).status).toBe(200);
+      expect(await disabled.kill('SIGTERM')).toBe(0);
+      expect(cacheFiles(disabledTemp)).toBe(0);
+    } finally {
+      rmSync(temp, { recursive: true, force: true });
+      rmSync(disabledTemp, { recursive: true, force: true });
+    }
   });
 
   it('refuses a second server on the same PGlite data directory', async () => {
