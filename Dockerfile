@@ -11,6 +11,8 @@ FROM node:24-bookworm-slim AS runtime
 ENV NODE_ENV=production \
     PORT=3000 \
     DATA_DIR=/data
+# glibc's malloc with a fixed mmap threshold: freed large blocks go back to the system (server/testing/processes.ts).
+ENV GLIBC_TUNABLES=glibc.malloc.mmap_threshold=131072
 WORKDIR /app
 COPY --from=deps /app/node_modules ./node_modules
 COPY package.json open-agent-api.yaml ./
