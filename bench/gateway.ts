@@ -21,7 +21,7 @@ import { cpus, loadavg, tmpdir } from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
-import { freePort, runScript, SERVER_ARGS, SERVER_ENV, spawnNode, untilHealthy } from '../server/testing/processes.ts';
+import { freePort, runScript, serverCommand, spawnNode, untilHealthy } from '../server/testing/processes.ts';
 import type { BenchOptions, BenchSection } from './section.ts';
 
 interface AutocannonResult {
@@ -106,7 +106,7 @@ export const printsUrl = async ({ waitForLine }: Pick<Proc, 'waitForLine'>): Pro
 export async function startServer(env: Record<string, string>, nodeArgs: string[] = []): Promise<Proc> {
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
-  return startChild([...nodeArgs, ...SERVER_ARGS], { ...SERVER_ENV, ...env, PORT: String(port) }, ({ child }) => untilHealthy(url, child).then(() => url));
+  return startChild(...serverCommand({ ...env, PORT: String(port) }, nodeArgs), ({ child }) => untilHealthy(url, child).then(() => url));
 }
 
 export function percentile(sorted: number[], p: number): number {

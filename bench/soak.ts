@@ -19,7 +19,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { unlimitedPlanEnv } from '../server/testing/plans.ts';
-import { freePort, runScript, SERVER_ARGS, SERVER_ENV, spawnNode, untilHealthy } from '../server/testing/processes.ts';
+import { freePort, runScript, serverCommand, spawnNode, untilHealthy } from '../server/testing/processes.ts';
 
 const MB = 1024 * 1024;
 /**
@@ -238,7 +238,7 @@ async function main(): Promise<number> {
     const port = await freePort();
     const base = `http://127.0.0.1:${port}`;
     const inspectPort = await freePort();
-    const server = startChild([`--inspect=127.0.0.1:${inspectPort}`, ...SERVER_ARGS], { ...SERVER_ENV, ...env, PORT: String(port), HOST: '127.0.0.1' });
+    const server = startChild(...serverCommand({ ...env, PORT: String(port), HOST: '127.0.0.1' }, [`--inspect=127.0.0.1:${inspectPort}`]));
     children.push(server);
     await untilHealthy(base, server.child);
     const pid = server.child.pid!;

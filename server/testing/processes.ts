@@ -28,6 +28,11 @@ export const SERVER_ARGS = ['--max-semi-space-size=16', 'server/main.ts'];
  */
 export const SERVER_ENV = { GLIBC_TUNABLES: 'glibc.malloc.mmap_threshold=131072' };
 
+/** The arguments and environment for spawnNode that start the server as `npm start` does: `nodeArgs` go before the entry point, `env` over SERVER_ENV. */
+export function serverCommand(env: Record<string, string>, nodeArgs: string[] = []): [string[], Record<string, string>] {
+  return [[...nodeArgs, ...SERVER_ARGS], { ...SERVER_ENV, ...env }];
+}
+
 export interface NodeProcess {
   child: ChildProcess;
   /** Sends `signal` unless the process has already ended, and waits for it to end. */
