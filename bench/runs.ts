@@ -159,7 +159,9 @@ async function engineRounds(engine: string, extraEnv: Record<string, string>, pr
     // Warm-up: one run end to end (the validator compiles an operation's checks at its first request, which
     // blocks the loop long enough for load shedding to refuse what comes right after), then a pause.
     await openStream(server.url, agentId, apiKey, new Agent({ keepAlive: false }));
-    await new Promise((resolve) => setTimeout(resolve, 3000));
+    // The RSS the rounds start from is read after as long a quiet spell as the one after them, so that both
+    // reads come after the server's own memory reduction and the allocator's return of freed pages.
+    await new Promise((resolve) => setTimeout(resolve, SETTLE_SECONDS * 1000));
     rssStartMb = rssMb(pid);
     for (const concurrency of CONCURRENCY) {
       const agent = new Agent({ keepAlive: false, maxSockets: Infinity });

@@ -1,12 +1,15 @@
 // The deployment files, checked offline: they parse, every environment variable they set is one the
 // server reads (server/config.ts), and the ports and health paths they use are the server's own.
+import { execFile } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import { promisify } from 'node:util';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { haproxyConfig } from '../scripts/cluster.ts';
 import { loadConfig } from '../server/config.ts';
-import { evalModule, SERVER_ARGS, SERVER_ENV } from '../server/testing/processes.ts';
+import { evalModule, jemalloc, JEMALLOC_CONF, JEMALLOC_PATHS, SERVER_ARGS, SERVER_ENV, serverCommand } from '../server/testing/processes.ts';
 
 const root = fileURLToPath(new URL('../', import.meta.url));
 const read = (file: string) => readFileSync(`${root}${file}`, 'utf8');
@@ -25,19 +28,71 @@ describe('deployment files', () => {
     const exposed = Number(/^EXPOSE (\d+)$/m.exec(dockerfile)?.[1]);
     expect(exposed).toBe(defaultPort);
     expect(dockerfile).toMatch(/^HEALTHCHECK .*\n?.*\/health/m);
-    for (const [, name] of dockerfile.matchAll(/^\s*(?:ENV\s+)?([A-Z][A-Z0-9_]+)=/gm)) if (!(name! in SERVER_ENV)) expect(known(name!), name).toBe(true);
-    for (const [name, value] of Object.entries(SERVER_ENV)) expect(dockerfile).toMatch(new RegExp(`^ENV ${name}=${value}$`, 'm'));
+    for (const [, name] of dockerfile.matchAll(/^\s*(?:ENV\s+)?([A-Z][A-Z0-9_]+)=/gm)) expect(known(name!), name).toBe(true);
     expect(Number(/PORT=(\d+)/.exec(dockerfile)?.[1])).toBe(exposed);
-    // What the image runs exists.
+    // What the image runs exists: the start script, copied in, with the jemalloc it looks for installed.
     const command = /^CMD (\[.*\])$/m.exec(dockerfile)?.[1];
-    expect(JSON.parse(command ?? '[]')).toEqual(['node', ...SERVER_ARGS]);
+    expect(JSON.parse(command ?? '[]')).toEqual(['sh', 'scripts/serve.sh']);
+    expect(dockerfile).toMatch(/^COPY scripts\/serve\.sh \.\/scripts\/serve\.sh$/m);
+    expect(dockerfile).toMatch(/apt-get install -y --no-install-recommends libjemalloc2/);
   });
 
-  it('npm start and npm run dev start the server as the image does', () => {
+  it('npm start and npm run dev start the server as the image does, and as serverCommand does', () => {
     const { scripts } = JSON.parse(read('package.json')) as { scripts: Record<string, string> };
-    const env = Object.entries(SERVER_ENV).map(([name, value]) => `${name}=${value}`);
-    expect(scripts.start).toBe([...env, 'node', ...SERVER_ARGS].join(' '));
-    expect(scripts.dev).toBe([...env, 'node', '--watch', ...SERVER_ARGS].join(' '));
+    expect(scripts.start).toBe('sh scripts/serve.sh');
+    expect(scripts.dev).toBe('sh scripts/serve.sh --watch');
+    const serve = read('scripts/serve.sh');
+    expect(serve).toContain(`exec node "$@" ${SERVER_ARGS.join(' ')}\n`);
+    for (const [name, value] of Object.entries(SERVER_ENV)) expect(serve).toContain(`export ${name}="\${${name}-${value}}"`);
+    expect(/for lib in (.*); do/.exec(serve)?.[1]?.split(' ')).toEqual(JEMALLOC_PATHS);
+    expect(serve).toContain(`export MALLOC_CONF="\${MALLOC_CONF-${JEMALLOC_CONF}}"`);
+  });
+
+  // The start script in a process of its own: an --import that reports what the process started with and
+  // exits before the server loads.
+  const started = async (env: Record<string, string>) => {
+    const report = `data:text/javascript,${encodeURIComponent(`
+      const { readFileSync } = await import('node:fs');
+      const { readdirSync } = await import('node:fs');
+      const threads = readdirSync('/proc/self/task').map((id) => readFileSync('/proc/self/task/' + id + '/comm', 'utf8').trim());
+      console.log(JSON.stringify({
+        execArgv: process.execArgv,
+        tunables: process.env.GLIBC_TUNABLES,
+        jemalloc: readFileSync('/proc/self/maps', 'utf8').includes('libjemalloc'),
+        purging: threads.includes('jemalloc_bg_thd'),
+      }));
+      process.exit(0);`)}`;
+    const { stdout, stderr } = await promisify(execFile)('sh', ['scripts/serve.sh', '--import', report], {
+      cwd: root,
+      env: { PATH: `${path.dirname(process.execPath)}:${process.env.PATH ?? ''}`, ...env },
+    });
+    // jemalloc says so on stderr when it does not know an option of MALLOC_CONF.
+    expect(stderr).toBe('');
+    return JSON.parse(stdout) as { execArgv: string[]; tunables?: string; jemalloc: boolean; purging: boolean };
+  };
+
+  it.runIf(process.platform === 'linux')('the start script runs node with the server arguments, on jemalloc where the system has it', async () => {
+    const plain = await started({});
+    expect(plain.execArgv).toEqual(expect.arrayContaining(SERVER_ARGS.filter((arg) => arg.startsWith('--'))));
+    expect(plain.tunables).toBe(SERVER_ENV.GLIBC_TUNABLES);
+    expect(plain.jemalloc).toBe(jemalloc !== undefined);
+    // With JEMALLOC_CONF: jemalloc's own thread gives freed pages back.
+    expect(plain.purging).toBe(jemalloc !== undefined);
+    // An operator's own settings win: LD_PRELOAD set (here empty) keeps glibc's malloc, GLIBC_TUNABLES stays.
+    const own = await started({ LD_PRELOAD: '', GLIBC_TUNABLES: 'glibc.malloc.arena_max=2' });
+    expect(own.jemalloc).toBe(false);
+    expect(own.purging).toBe(false);
+    expect(own.tunables).toBe('glibc.malloc.arena_max=2');
+    // The tests, the cluster and the benches start it the same way.
+    const [, env] = serverCommand({});
+    expect(env.LD_PRELOAD).toBe(jemalloc);
+    expect(env.MALLOC_CONF).toBe(jemalloc && JEMALLOC_CONF);
+    expect(serverCommand({ LD_PRELOAD: '' })[1].LD_PRELOAD).toBe('');
+  });
+
+  // CI installs jemalloc where it is missing (.ci/run), so that the test above runs the server on it.
+  it.runIf(process.env.CI === 'true')('finds jemalloc on CI', () => {
+    expect(jemalloc).toBeDefined();
   });
 
   // What SERVER_ENV's malloc setting does, in a process of its own: once an 8 MB block has been freed (scrypt's

@@ -1,0 +1,24 @@
+#!/bin/sh
+# Starts the server: `npm start` (sh scripts/serve.sh), `npm run dev` (with --watch) and the Dockerfile run
+# this, and the tests, the cluster and the benches start it the same way (serverCommand in
+# server/testing/processes.ts; a test holds the two together). Arguments are Node options, given before
+# the entry point.
+#
+# Memory (README, Operating it): where the system has jemalloc (Debian's libjemalloc2, which its Redis
+# package brings too), the server runs on it unless LD_PRELOAD is set (`LD_PRELOAD= npm start` runs on
+# glibc's malloc): glibc keeps in its heaps most of the native memory a busy spell frees, and jemalloc
+# gives freed pages back, here (unless MALLOC_CONF is set) after a second and from a thread of its own, so
+# that an idle server does too. For glibc, the mmap threshold is fixed at its 128 kB default
+# (unless GLIBC_TUNABLES is set) instead of rising as large blocks are freed.
+set -e
+if [ -z "${LD_PRELOAD+set}" ]; then
+  for lib in /usr/lib/x86_64-linux-gnu/libjemalloc.so.2 /usr/lib/aarch64-linux-gnu/libjemalloc.so.2 /usr/lib64/libjemalloc.so.2 /usr/local/lib/libjemalloc.so.2; do
+    if [ -r "$lib" ]; then
+      export LD_PRELOAD="$lib"
+      export MALLOC_CONF="${MALLOC_CONF-background_thread:true,dirty_decay_ms:1000}"
+      break
+    fi
+  done
+fi
+export GLIBC_TUNABLES="${GLIBC_TUNABLES-glibc.malloc.mmap_threshold=131072}"
+exec node "$@" --max-semi-space-size=16 server/main.ts
