@@ -9,10 +9,20 @@ const shape = (text: string) => jsonShape(Buffer.from(text));
 
 describe('jsonShape', () => {
   it('measures nesting, not brackets inside strings', () => {
-    expect(shape('{}')).toEqual({ depth: 1 });
-    expect(shape('{"a": [[1], {"b": [2]}]}')).toEqual({ depth: 4 });
+    expect(shape('{}')).toEqual({ depth: 1, unstorableEscapes: false });
+    expect(shape('{"a": [[1], {"b": [2]}]}')).toEqual({ depth: 4, unstorableEscapes: false });
     expect(shape('{"a": "[[[{{{", "b": "\\"[[["}').depth).toBe(1);
     expect(shape('"text"').depth).toBe(0);
+  });
+
+  // The only ways a JSON text spells a string no store can keep; a body without them is not walked once parsed.
+  it('notes escapes of NUL and of UTF-16 surrogates, in values and keys, and no others', () => {
+    for (const text of ['"a\\u0000b"', '{"\\u0000": 1}', '"\\uD800"', '"\\udfff"', '"\\uDbFf"', '["\\ud83d\\ude00"]']) {
+      expect(shape(text).unstorableEscapes, text).toBe(true);
+    }
+    for (const text of ['"plain"', '"\\u00e9"', '"\\u0001"', '"\\ud7ff"', '"\\ue000"', '"\\\\u0000"', '"\\\\ud800"', '"x\\"u0000"', 'u0000', '"é 😀"']) {
+      expect(shape(text).unstorableEscapes, text).toBe(false);
+    }
   });
 });
 

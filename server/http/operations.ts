@@ -256,7 +256,7 @@ export const jsonBodyParser = (limitBytes: number): RequestHandler =>
     type: ['application/json', 'application/*+json'],
     verify: (req, _res, buffer) => {
       (req as Request).rawBody = buffer;
-      assertStorableJson(buffer);
+      (req as Request).storableJson = !assertStorableJson(buffer).stringsToCheck;
     },
   });
 
@@ -265,5 +265,7 @@ declare module 'express-serve-static-core' {
     id: string;
     principal?: Principal;
     rawBody?: Buffer;
+    /** The JSON body's text spells no string a store cannot keep (server/http/json-body.ts). */
+    storableJson?: boolean;
   }
 }

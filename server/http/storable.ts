@@ -69,7 +69,8 @@ export const storableInput: RequestHandler = (req, _res, next) => {
   const parts: [FieldLocation, unknown][] = [
     ['path', req.params],
     ['query', req.query],
-    ['body', req.body],
+    // A JSON body whose text has no escape that could spell one is not walked (server/http/json-body.ts).
+    ['body', req.storableJson ? undefined : req.body],
   ];
   for (const [where, value] of parts) {
     const found = findUnstorable(value);
