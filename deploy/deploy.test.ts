@@ -52,8 +52,7 @@ describe('deployment files', () => {
   // exits before the server loads.
   const started = async (env: Record<string, string>) => {
     const report = `data:text/javascript,${encodeURIComponent(`
-      const { readFileSync } = await import('node:fs');
-      const { readdirSync } = await import('node:fs');
+      const { readdirSync, readFileSync } = await import('node:fs');
       const threads = readdirSync('/proc/self/task').map((id) => readFileSync('/proc/self/task/' + id + '/comm', 'utf8').trim());
       console.log(JSON.stringify({
         execArgv: process.execArgv,

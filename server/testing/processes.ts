@@ -13,8 +13,8 @@ const root = fileURLToPath(new URL('../../', import.meta.url));
  * How the server is started: `npm start`, `npm run dev` and the Dockerfile run scripts/serve.sh, which
  * does the same (a test holds them to it), and so do the end-to-end tests, the cluster and the benchmarks.
  * V8 sizes the young generation from the heap limit, which it sizes from the machine's memory: on a 24 GB
- * machine it lets the young generation grow to 128 MB under load (semi-spaces of 64 MB), which 1,000 open agent streams took, half
- * of their RSS. Semi-spaces of 16 MB (V8's own maximum until Node 20) keep it to 32 MB; 8 MB, which
+ * machine it lets the young generation grow to 128 MB under load (semi-spaces of 64 MB), which 1,000 open
+ * agent streams took, half of their RSS. Semi-spaces of 16 MB (V8's own maximum until Node 20) keep it to 32 MB; 8 MB, which
  * promotes more of a run's objects to the old generation, and 24 or 32 MB measured worse; README, target 3.
  */
 export const SERVER_ARGS = ['--max-semi-space-size=16', 'server/main.ts'];
