@@ -16,9 +16,9 @@ import { cursorOf, limitOf, toPage, type Page, type PageRequest } from '../store
 import type { UsageMeter } from '../usage/meter.ts';
 import { chunkText, type Chunk } from './chunk.ts';
 import type { DocumentType } from './extract.ts';
-import { keywordSearch, reciprocalRankFusion, vectorLiteral, vectorSearch, type Scope, type SearchResult } from './search.ts';
+import { keywordSearch, reciprocalRankFusion, vectorSearch, type Scope, type SearchResult } from './search.ts';
 import * as store from './store.ts';
-import { buildOptions, builtAs, vectorIndexes } from './vector-indexes.ts';
+import { buildOptions, builtAs, createVectorIndex, vectorIndexes } from './vector-indexes.ts';
 import type { CollectionRow, DocumentRow, KnowledgeCollection, KnowledgeDocument, Metadata } from './store.ts';
 import { holdQuota, type ResourceLimit } from '../limits/quotas.ts';
 
@@ -163,10 +163,7 @@ export async function createKnowledge(deps: KnowledgeDeps) {
       return;
     }
     try {
-      await db.exec(
-        `CREATE INDEX IF NOT EXISTS knowledge_chunks_embedding_${dimensions}_idx ON knowledge_chunks
-         USING hnsw ((embedding::vector(${dimensions})) vector_cosine_ops) WITH (${buildOptions(config)}) WHERE dimensions = ${dimensions}`,
-      );
+      await db.exec(createVectorIndex(dimensions, config));
     } catch (error) {
       if (!isDuplicateObject(error)) throw error;
     }
@@ -240,27 +237,6 @@ export async function createKnowledge(deps: KnowledgeDeps) {
     });
   }
 
-  async function insertChunks(tx: Queryable, doc: DocumentRow, dimensions: number, first: number, chunks: Chunk[], embeddings: number[][] | undefined) {
-    const ids = chunks.map(() => newId('chk', clock()));
-    const positions = chunks.map((_, i) => first + i);
-    const texts = chunks.map((chunk) => chunk.text);
-    const params = [doc.id, doc.user_id, doc.collection, dimensions, ids, positions, texts];
-    if (embeddings) {
-      await tx.query(
-        `INSERT INTO knowledge_chunks (id, document_id, user_id, collection, dimensions, position, text, embedding)
-         SELECT t.id, $1, $2, $3, $4, t.position, t.text, t.embedding::vector
-         FROM unnest($5::text[], $6::int[], $7::text[], $8::text[]) AS t(id, position, text, embedding)`,
-        [...params, embeddings.map(vectorLiteral)],
-      );
-    } else {
-      await tx.query(
-        `INSERT INTO knowledge_chunks (id, document_id, user_id, collection, dimensions, position, text)
-         SELECT t.id, $1, $2, $3, $4, t.position, t.text FROM unnest($5::text[], $6::int[], $7::text[]) AS t(id, position, text)`,
-        params,
-      );
-    }
-  }
-
   /**
    * Chunks, embeds and stores a document, then marks it ready. Returns the ready row, or undefined when
    * the document was deleted meanwhile. The holder's lease is renewed for `leaseMs` after every batch.
@@ -276,7 +252,16 @@ export async function createKnowledge(deps: KnowledgeDeps) {
         signal?.throwIfAborted();
         const batch = chunks.slice(first, first + config.embedBatchSize);
         const embeddings = vectors ? await embed(doc.user_id, doc.api_key_id, collection, batch.map((c) => c.text), signal) : undefined;
-        await insertChunks(db, doc, collection.dimensions, first, batch, embeddings);
+        await store.insertChunks(db, {
+          documentId: doc.id,
+          userId: doc.user_id,
+          collection: doc.collection,
+          dimensions: collection.dimensions,
+          ids: batch.map(() => newId('chk', clock())),
+          first,
+          texts: batch.map((chunk) => chunk.text),
+          embeddings,
+        });
         const held = await db.query(`UPDATE knowledge_documents SET lease_until = $2 WHERE id = $1 AND status = 'processing' RETURNING id`, [
           doc.id,
           new Date(clock() + leaseMs),

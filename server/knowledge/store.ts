@@ -2,6 +2,7 @@
 import type { components } from '../../generated/openapi.gen.ts';
 import type { Queryable, SqlValue } from '../store/db.ts';
 import { one } from '../store/db.ts';
+import { vectorLiteral } from './search.ts';
 
 export type KnowledgeDocument = components['schemas']['KnowledgeDocument'];
 export type KnowledgeCollection = components['schemas']['KnowledgeCollection'];
@@ -162,6 +163,39 @@ export async function listDocuments(db: Queryable, userId: string, collection: s
      ORDER BY id DESC LIMIT $4`,
     [userId, collection ?? null, after, limit + 1],
   );
+}
+
+export interface NewChunks {
+  documentId: string;
+  userId: string;
+  collection: string;
+  dimensions: number;
+  ids: string[];
+  /** The position of the first; the others follow in order. */
+  first: number;
+  texts: string[];
+  /** One per text; undefined where vectors cannot be stored (no pgvector). */
+  embeddings: number[][] | undefined;
+}
+
+/** Stores a document's chunks, in one statement. */
+export async function insertChunks(db: Queryable, chunks: NewChunks): Promise<void> {
+  const positions = chunks.texts.map((_, i) => chunks.first + i);
+  const params: SqlValue[] = [chunks.documentId, chunks.userId, chunks.collection, chunks.dimensions, chunks.ids, positions, chunks.texts];
+  if (chunks.embeddings) {
+    await db.query(
+      `INSERT INTO knowledge_chunks (id, document_id, user_id, collection, dimensions, position, text, embedding)
+       SELECT t.id, $1, $2, $3, $4, t.position, t.text, t.embedding::vector
+       FROM unnest($5::text[], $6::int[], $7::text[], $8::text[]) AS t(id, position, text, embedding)`,
+      [...params, chunks.embeddings.map(vectorLiteral)],
+    );
+  } else {
+    await db.query(
+      `INSERT INTO knowledge_chunks (id, document_id, user_id, collection, dimensions, position, text)
+       SELECT t.id, $1, $2, $3, $4, t.position, t.text FROM unnest($5::text[], $6::int[], $7::text[]) AS t(id, position, text)`,
+      params,
+    );
+  }
 }
 
 /** Deletes the document; its chunks and their vectors go with it (ON DELETE CASCADE). */

@@ -21,6 +21,14 @@ const PGVECTOR_DEFAULTS = { m: 16, efConstruction: 64 };
 /** The WITH clause of an index built with these settings. */
 export const buildOptions = (settings: HnswSettings) => `m = ${settings.hnswM}, ef_construction = ${settings.hnswEfConstruction}`;
 
+/** The partial HNSW index of the chunks of `dimensions`, as vector search's cast finds it. */
+export const vectorIndexName = (dimensions: number) => `knowledge_chunks_embedding_${dimensions}_idx`;
+
+/** The statement that makes vectorIndexName(dimensions) with these settings, unless it exists. */
+export const createVectorIndex = (dimensions: number, settings: HnswSettings) =>
+  `CREATE INDEX IF NOT EXISTS ${vectorIndexName(dimensions)} ON knowledge_chunks
+   USING hnsw ((embedding::vector(${dimensions})) vector_cosine_ops) WITH (${buildOptions(settings)}) WHERE dimensions = ${dimensions}`;
+
 export async function vectorIndexes(db: Queryable): Promise<VectorIndex[]> {
   const rows = await db.query<{ name: string; options: string[] | null }>(
     `SELECT c.relname AS name, c.reloptions AS options FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
