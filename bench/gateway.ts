@@ -21,7 +21,7 @@ import { cpus, loadavg, tmpdir } from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
-import { freePort, runScript, serverCommand, spawnNode, untilHealthy } from '../server/testing/processes.ts';
+import { freePort, nodeLaunch, runScript, serverCommand, spawnLaunch, untilHealthy, type Launch } from '../server/testing/processes.ts';
 import type { BenchOptions, BenchSection } from './section.ts';
 
 interface AutocannonResult {
@@ -69,9 +69,9 @@ export interface Proc {
 }
 
 /** Starts a child and waits until `ready` says it is, with the URL it serves. */
-export async function startChild(args: string[], env: Record<string, string>, ready: (proc: Omit<Proc, 'url' | 'stop'>) => Promise<string>): Promise<Proc> {
+export async function startChild(launch: Launch, ready: (proc: Omit<Proc, 'url' | 'stop'>) => Promise<string>): Promise<Proc> {
   const waiters = new Set<{ match: (line: string) => boolean; resolve: (line: string) => void }>();
-  const started = spawnNode(args, env, (line) => {
+  const started = spawnLaunch(launch, (line) => {
     for (const waiter of waiters) {
       if (!waiter.match(line)) continue;
       waiters.delete(waiter);
@@ -82,9 +82,9 @@ export async function startChild(args: string[], env: Record<string, string>, re
   const waitForLine = (match: (line: string) => boolean) =>
     new Promise<string>((resolve, reject) => {
       waiters.add({ match, resolve });
-      child.once('exit', (code) => reject(new Error(`${args.join(' ')} exited with ${code}`)));
+      child.once('exit', (code) => reject(new Error(`${launch.args.join(' ')} exited with ${code}`)));
     });
-  const exitedEarly = new Promise<never>((_, reject) => child.once('exit', (code) => reject(new Error(`${args.join(' ')} exited with ${code} before it was ready`))));
+  const exitedEarly = new Promise<never>((_, reject) => child.once('exit', (code) => reject(new Error(`${launch.args.join(' ')} exited with ${code} before it was ready`))));
   const url = await Promise.race([ready({ child, waitForLine }), exitedEarly]);
   return {
     child,
@@ -106,7 +106,7 @@ export const printsUrl = async ({ waitForLine }: Pick<Proc, 'waitForLine'>): Pro
 export async function startServer(env: Record<string, string>, nodeArgs: string[] = []): Promise<Proc> {
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
-  return startChild(...serverCommand({ ...env, PORT: String(port) }, nodeArgs), ({ child }) => untilHealthy(url, child).then(() => url));
+  return startChild(serverCommand({ ...env, PORT: String(port) }, nodeArgs), ({ child }) => untilHealthy(url, child).then(() => url));
 }
 
 export function percentile(sorted: number[], p: number): number {
@@ -392,12 +392,12 @@ async function run(options: BenchOptions) {
   const dataDir = mkdtempSync(path.join(tmpdir(), 'oaa-bench-'));
   const procs: Proc[] = [];
   try {
-    const upstream = await startChild(['bench/upstream.ts', '--chunk-gap-ms', String(UPSTREAM_CHUNK_GAP_MS)], {}, printsUrl);
+    const upstream = await startChild(nodeLaunch(['bench/upstream.ts', '--chunk-gap-ms', String(UPSTREAM_CHUNK_GAP_MS)]), printsUrl);
     procs.push(upstream);
     const upstreamOrigin = upstream.url.replace(/\/v1$/, '');
-    const proxy = await startChild(['bench/passthrough-proxy.ts', upstreamOrigin], {}, printsUrl);
+    const proxy = await startChild(nodeLaunch(['bench/passthrough-proxy.ts', upstreamOrigin]), printsUrl);
     procs.push(proxy);
-    const parts = await startChild(['bench/required-parts.ts', upstream.url], { NODE_ENV: 'production' }, printsUrl);
+    const parts = await startChild(nodeLaunch(['bench/required-parts.ts', upstream.url], { NODE_ENV: 'production' }), printsUrl);
     procs.push(parts);
     const { serverEnv, apiKey } = await prepareServer(dataDir, upstream.url);
     const server = await startServer(serverEnv);
@@ -448,7 +448,7 @@ async function run(options: BenchOptions) {
       profile = await profileUnderLoad(() => startServer({ ...serverEnv, CPU_PROFILE_FILE: serverFile }, hook), serverFile, auth, procs, duration);
       const partsFile = path.join(dataDir, 'parts.cpuprofile');
       partsProfile = await profileUnderLoad(
-        () => startChild([...hook, 'bench/required-parts.ts', upstream.url], { NODE_ENV: 'production', CPU_PROFILE_FILE: partsFile }, printsUrl),
+        () => startChild(nodeLaunch([...hook, 'bench/required-parts.ts', upstream.url], { NODE_ENV: 'production', CPU_PROFILE_FILE: partsFile }), printsUrl),
         partsFile,
         {},
         procs,

@@ -19,7 +19,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { unlimitedPlanEnv } from '../server/testing/plans.ts';
-import { freePort, runScript, serverCommand, spawnNode, untilHealthy } from '../server/testing/processes.ts';
+import { freePort, nodeLaunch, runScript, serverCommand, spawnLaunch, untilHealthy, type Launch } from '../server/testing/processes.ts';
 
 const MB = 1024 * 1024;
 /**
@@ -71,9 +71,9 @@ interface Child {
 const INSPECTOR_NOTICE = /^(Debugger (listening on|ending on) |For help, see: https:\/\/nodejs\.org|Debugger attached\.|Waiting for the debugger to disconnect)/;
 
 /** Starts a child, keeping the lines of its output that report a problem. */
-function startChild(args: string[], env: Record<string, string>, onLine: (line: string) => void = () => undefined): Child {
+function startChild(launch: Launch, onLine: (line: string) => void = () => undefined): Child {
   const problems: string[] = [];
-  const started = spawnNode(args, env, (line, from) => {
+  const started = spawnLaunch(launch, (line, from) => {
     onLine(line);
     if (from === 'stderr' ? line.trim() !== '' && !INSPECTOR_NOTICE.test(line) : /"level":(5|6)0/.test(line)) problems.push(line);
   });
@@ -223,7 +223,7 @@ async function main(): Promise<number> {
   try {
     let upstreamUrl: (url: string) => void = () => undefined;
     const upstreamReady = new Promise<string>((resolve) => (upstreamUrl = resolve));
-    const upstream = startChild(['bench/upstream.ts', '--chunk-gap-ms', String(UPSTREAM_CHUNK_GAP_MS), '--models', MODEL], {}, (line) => {
+    const upstream = startChild(nodeLaunch(['bench/upstream.ts', '--chunk-gap-ms', String(UPSTREAM_CHUNK_GAP_MS), '--models', MODEL]), (line) => {
       if (line.startsWith('{"url"')) upstreamUrl((JSON.parse(line) as { url: string }).url);
     });
     children.push(upstream);
@@ -238,7 +238,7 @@ async function main(): Promise<number> {
     const port = await freePort();
     const base = `http://127.0.0.1:${port}`;
     const inspectPort = await freePort();
-    const server = startChild(...serverCommand({ ...env, PORT: String(port), HOST: '127.0.0.1' }, [`--inspect=127.0.0.1:${inspectPort}`]));
+    const server = startChild(serverCommand({ ...env, PORT: String(port), HOST: '127.0.0.1' }, [`--inspect=127.0.0.1:${inspectPort}`]));
     children.push(server);
     await untilHealthy(base, server.child);
     const pid = server.child.pid!;

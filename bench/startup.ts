@@ -12,7 +12,7 @@ import { cpus, loadavg, tmpdir } from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { postgresReachable, withScratchDatabase } from '../server/testing/database.ts';
-import { freePort, serverCommand, spawnNode, untilHealthy } from '../server/testing/processes.ts';
+import { freePort, serverCommand, spawnLaunch, spawnNode, untilHealthy } from '../server/testing/processes.ts';
 import { cpuSeconds, rssMb, table } from './gateway.ts';
 import type { BenchOptions, BenchSection } from './section.ts';
 
@@ -34,7 +34,7 @@ async function start(env: Record<string, string>, report?: string): Promise<Star
   const url = `http://127.0.0.1:${port}`;
   let written: (() => void) | undefined;
   const begun = performance.now();
-  const proc = spawnNode(...serverCommand({ ...env, PORT: String(port), ...(report ? { MEMORY_REPORT_FILE: report } : {}) }, report ? ['--import', './bench/memory-hook.ts'] : []), (line) => {
+  const proc = spawnLaunch(serverCommand({ ...env, PORT: String(port), ...(report ? { MEMORY_REPORT_FILE: report } : {}) }, report ? ['--import', './bench/memory-hook.ts'] : []), (line) => {
     if (line.includes('memory report written')) written?.();
   });
   try {

@@ -14,6 +14,7 @@ import { cpus, loadavg, tmpdir } from 'node:os';
 import path from 'node:path';
 import { percentile, prepareServer, printsUrl, resetPeakRss, rssMb, startChild, startServer, summariseProfile, table, untilQuiet, type CpuProfile, type Proc } from './gateway.ts';
 import type { BenchOptions, BenchSection } from './section.ts';
+import { nodeLaunch } from '../server/testing/processes.ts';
 
 const STREAMS = Number(process.env.BENCH_STREAMS ?? 512);
 const CHUNKS = 64;
@@ -116,7 +117,7 @@ async function run(options: BenchOptions) {
   const dataDir = mkdtempSync(path.join(tmpdir(), 'oaa-bench-streams-'));
   const procs: Proc[] = [];
   try {
-    const upstream = await startChild(['bench/upstream.ts', '--chunk-gap-ms', String(CHUNK_GAP_MS)], {}, printsUrl);
+    const upstream = await startChild(nodeLaunch(['bench/upstream.ts', '--chunk-gap-ms', String(CHUNK_GAP_MS)]), printsUrl);
     procs.push(upstream);
     const { serverEnv, apiKey } = await prepareServer(dataDir, upstream.url);
     const profileFile = path.join(dataDir, 'server.cpuprofile');
@@ -125,7 +126,7 @@ async function run(options: BenchOptions) {
     // The peak below is the rounds', not start-up's.
     await untilQuiet(server.child.pid!);
     const peakIsForTheRounds = resetPeakRss(server.child.pid);
-    const proxy = await startChild(['bench/passthrough-proxy.ts', upstream.url.replace(/\/v1$/, '')], {}, printsUrl);
+    const proxy = await startChild(nodeLaunch(['bench/passthrough-proxy.ts', upstream.url.replace(/\/v1$/, '')]), printsUrl);
     procs.push(proxy);
     const direct = { url: `${upstream.url}/chat/completions`, headers: {} };
     const bare = { url: `${proxy.url}${new URL(upstream.url).pathname}/chat/completions`, headers: {} };

@@ -8,6 +8,7 @@ import { createRequire } from 'node:module';
 import { cpus, loadavg } from 'node:os';
 import { printsUrl, startChild, table, type Proc } from './gateway.ts';
 import type { BenchOptions, BenchSection } from './section.ts';
+import { nodeLaunch } from '../server/testing/processes.ts';
 
 type Autocannon = (options: { url: string; method: string; headers: Record<string, string>; body?: string; connections: number; duration: number }) => PromiseLike<{
   requests: { average: number };
@@ -30,7 +31,7 @@ async function run(options: BenchOptions) {
   try {
     const apps = {} as Record<Mode, Proc>;
     for (const mode of MODES) {
-      apps[mode] = await startChild(['bench/validator-app.ts', mode], { NODE_ENV: 'production' }, printsUrl);
+      apps[mode] = await startChild(nodeLaunch(['bench/validator-app.ts', mode], { NODE_ENV: 'production' }), printsUrl);
       procs.push(apps[mode]);
     }
     const loadBefore = loadavg()[0]!;

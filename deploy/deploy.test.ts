@@ -1,15 +1,14 @@
 // The deployment files, checked offline: they parse, every environment variable they set is one the
 // server reads (server/config.ts), and the ports and health paths they use are the server's own.
 import { execFile } from 'node:child_process';
-import { readdirSync, readFileSync } from 'node:fs';
-import path from 'node:path';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { promisify } from 'node:util';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { haproxyConfig } from '../scripts/cluster.ts';
 import { loadConfig } from '../server/config.ts';
-import { evalModule, jemalloc, JEMALLOC_CONF, JEMALLOC_PATHS, SERVER_ARGS, SERVER_ENV, serverCommand } from '../server/testing/processes.ts';
+import { evalModule, serverCommand } from '../server/testing/processes.ts';
 
 const root = fileURLToPath(new URL('../', import.meta.url));
 const read = (file: string) => readFileSync(`${root}${file}`, 'utf8');
@@ -19,6 +18,11 @@ const contract = parse(read('open-agent-api.yaml')) as { paths: Record<string, u
 /** Whether server/config.ts reads this variable. */
 const known = (name: string) => configSource.includes(`'${name}'`);
 const defaultPort = loadConfig({ NODE_ENV: 'test' }).port;
+const serveScript = read('scripts/serve.sh');
+/** The glibc setting the start script exports unless GLIBC_TUNABLES is set. */
+const glibcDefault = /export GLIBC_TUNABLES="\$\{GLIBC_TUNABLES-([^}]+)\}"/.exec(serveScript)?.[1];
+/** The jemalloc the start script finds on this system, if any: the first of the paths it tries. */
+const jemalloc = /for lib in (.*); do/.exec(serveScript)?.[1]?.split(' ').find((lib) => existsSync(lib));
 
 describe('deployment files', () => {
   it('Dockerfile: multi-stage, runs as a non-root user, checks /health on the port it exposes', () => {
@@ -37,56 +41,52 @@ describe('deployment files', () => {
     expect(dockerfile).toMatch(/apt-get install -y --no-install-recommends libjemalloc2/);
   });
 
-  it('npm start and npm run dev start the server as the image does, and as serverCommand does', () => {
+  it('npm start, npm run dev, and the tests, the cluster and the benches (serverCommand) start the server as the image does', () => {
     const { scripts } = JSON.parse(read('package.json')) as { scripts: Record<string, string> };
     expect(scripts.start).toBe('sh scripts/serve.sh');
     expect(scripts.dev).toBe('sh scripts/serve.sh --watch');
-    const serve = read('scripts/serve.sh');
-    expect(serve).toContain(`exec node "$@" ${SERVER_ARGS.join(' ')}\n`);
-    for (const [name, value] of Object.entries(SERVER_ENV)) expect(serve).toContain(`export ${name}="\${${name}-${value}}"`);
-    expect(/for lib in (.*); do/.exec(serve)?.[1]?.split(' ')).toEqual(JEMALLOC_PATHS);
-    expect(serve).toContain(`export MALLOC_CONF="\${MALLOC_CONF-${JEMALLOC_CONF}}"`);
+    const launch = serverCommand({ PORT: '0' }, ['--inspect']);
+    expect([launch.program, ...launch.args]).toEqual(['sh', 'scripts/serve.sh', '--inspect']);
+    expect(launch.env.PORT).toBe('0');
+    expect(serveScript).toContain('exec node "$@" --max-semi-space-size=16 server/main.ts\n');
   });
 
-  // The start script in a process of its own: an --import that reports what the process started with and
-  // exits before the server loads.
+  // The start script in a process of its own, as serverCommand starts it: an --import that reports what the
+  // process started with and exits before the server loads.
   const started = async (env: Record<string, string>) => {
     const report = `data:text/javascript,${encodeURIComponent(`
       const { readdirSync, readFileSync } = await import('node:fs');
       const threads = readdirSync('/proc/self/task').map((id) => readFileSync('/proc/self/task/' + id + '/comm', 'utf8').trim());
       console.log(JSON.stringify({
+        execPath: process.execPath,
         execArgv: process.execArgv,
         tunables: process.env.GLIBC_TUNABLES,
         jemalloc: readFileSync('/proc/self/maps', 'utf8').includes('libjemalloc'),
         purging: threads.includes('jemalloc_bg_thd'),
       }));
       process.exit(0);`)}`;
-    const { stdout, stderr } = await promisify(execFile)('sh', ['scripts/serve.sh', '--import', report], {
-      cwd: root,
-      env: { PATH: `${path.dirname(process.execPath)}:${process.env.PATH ?? ''}`, ...env },
-    });
+    const launch = serverCommand(env, ['--import', report]);
+    const { stdout, stderr } = await promisify(execFile)(launch.program, launch.args, { cwd: root, env: launch.env });
     // jemalloc says so on stderr when it does not know an option of MALLOC_CONF.
     expect(stderr).toBe('');
-    return JSON.parse(stdout) as { execArgv: string[]; tunables?: string; jemalloc: boolean; purging: boolean };
+    return JSON.parse(stdout) as { execPath: string; execArgv: string[]; tunables?: string; jemalloc: boolean; purging: boolean };
   };
 
   it.runIf(process.platform === 'linux')('the start script runs node with the server arguments, on jemalloc where the system has it', async () => {
     const plain = await started({});
-    expect(plain.execArgv).toEqual(expect.arrayContaining(SERVER_ARGS.filter((arg) => arg.startsWith('--'))));
-    expect(plain.tunables).toBe(SERVER_ENV.GLIBC_TUNABLES);
+    // This Node, whatever node the PATH names first.
+    expect(plain.execPath).toBe(process.execPath);
+    expect(plain.execArgv).toEqual(expect.arrayContaining(['--max-semi-space-size=16']));
+    expect(glibcDefault).toBe('glibc.malloc.mmap_threshold=131072');
+    expect(plain.tunables).toBe(glibcDefault);
     expect(plain.jemalloc).toBe(jemalloc !== undefined);
-    // With JEMALLOC_CONF: jemalloc's own thread gives freed pages back.
+    // With the script's MALLOC_CONF: jemalloc's own thread gives freed pages back.
     expect(plain.purging).toBe(jemalloc !== undefined);
     // An operator's own settings win: LD_PRELOAD set (here empty) keeps glibc's malloc, GLIBC_TUNABLES stays.
     const own = await started({ LD_PRELOAD: '', GLIBC_TUNABLES: 'glibc.malloc.arena_max=2' });
     expect(own.jemalloc).toBe(false);
     expect(own.purging).toBe(false);
     expect(own.tunables).toBe('glibc.malloc.arena_max=2');
-    // The tests, the cluster and the benches start it the same way.
-    const [, env] = serverCommand({});
-    expect(env.LD_PRELOAD).toBe(jemalloc);
-    expect(env.MALLOC_CONF).toBe(jemalloc && JEMALLOC_CONF);
-    expect(serverCommand({ LD_PRELOAD: '' })[1].LD_PRELOAD).toBe('');
   });
 
   // CI installs jemalloc where it is missing (.ci/run), so that the test above runs the server on it.
@@ -94,11 +94,11 @@ describe('deployment files', () => {
     expect(jemalloc).toBeDefined();
   });
 
-  // What SERVER_ENV's malloc setting does, in a process of its own: once an 8 MB block has been freed (scrypt's
+  // What the start script's glibc malloc setting does, in a process of its own: once an 8 MB block has been freed (scrypt's
   // work area, freed before it returns; Node's start-up often frees one already), glibc left to itself serves
   // 32 MB of 256 kB blocks from its heap and keeps them when they are freed; with the setting it maps each
   // one and gives it back. A misspelt tunable is ignored without a word, so this shows the setting takes.
-  it.runIf((process.report.getReport() as { header?: { glibcVersionRuntime?: string } }).header?.glibcVersionRuntime)('SERVER_ENV gives freed memory back to the system', async () => {
+  it.runIf((process.report.getReport() as { header?: { glibcVersionRuntime?: string } }).header?.glibcVersionRuntime)("the start script's glibc setting gives freed memory back to the system", async () => {
     const probe = `
       const { readFileSync } = await import('node:fs');
       const { scryptSync } = await import('node:crypto');
@@ -113,7 +113,7 @@ describe('deployment files', () => {
       console.log(JSON.stringify({ keptMb: heapMb() - before, pinned: pinned.length }));
     `;
     const alone = await evalModule<{ keptMb: number }>(probe, ['--expose-gc']);
-    const withServerEnv = await evalModule<{ keptMb: number }>(probe, ['--expose-gc'], SERVER_ENV);
+    const withServerEnv = await evalModule<{ keptMb: number }>(probe, ['--expose-gc'], { GLIBC_TUNABLES: glibcDefault! });
     expect(alone.keptMb).toBeGreaterThan(24);
     expect(withServerEnv.keptMb).toBeLessThan(4);
   });

@@ -14,7 +14,7 @@ import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { parseArgs } from 'node:util';
 import pg from 'pg';
-import { freePort, serverCommand, spawnNode, type NodeProcess } from '../server/testing/processes.ts';
+import { freePort, serverCommand, spawnLaunch, type NodeProcess } from '../server/testing/processes.ts';
 
 export interface ClusterOptions {
   servers: number;
@@ -99,7 +99,7 @@ export async function ensureDatabase(url: string): Promise<void> {
 async function startServer(index: number, env: Record<string, string>, onLog: (line: string) => void): Promise<{ url: string; process: NodeProcess; logs: string[] }> {
   const logs: string[] = [];
   let listening: (port: number) => void = () => undefined;
-  const child = spawnNode(...serverCommand({ PORT: '0', LOG_LEVEL: 'info', ...env }), (line) => {
+  const child = spawnLaunch(serverCommand({ PORT: '0', LOG_LEVEL: 'info', ...env }), (line) => {
     logs.push(line);
     onLog(line);
     if (line.includes('"msg":"listening"')) listening(JSON.parse(line).port as number);

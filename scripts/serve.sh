@@ -1,8 +1,12 @@
 #!/bin/sh
 # Starts the server: `npm start` (sh scripts/serve.sh), `npm run dev` (with --watch) and the Dockerfile run
-# this, and the tests, the cluster and the benches start it the same way (serverCommand in
-# server/testing/processes.ts; a test holds the two together). Arguments are Node options, given before
-# the entry point.
+# this, and so do the tests, the cluster and the benches (serverCommand in server/testing/processes.ts).
+# Arguments are Node options, given before the entry point.
+#
+# The young generation is capped at semi-spaces of 16 MB (V8's own maximum until Node 20): V8 sizes it from
+# the heap limit, which it sizes from the machine's memory, and on a 24 GB machine let it grow to 128 MB
+# under load, half the RSS of 1,000 open agent streams. 8 MB promoted more of a run's objects to the old
+# generation, and 24 or 32 MB measured worse (README, target 3).
 #
 # Memory (README, Operating it): where the system has jemalloc (Debian's libjemalloc2, which its Redis
 # package brings too), the server runs on it unless LD_PRELOAD is set (`LD_PRELOAD= npm start` runs on

@@ -1,7 +1,7 @@
 // Runs the real server as `npm start` does (`serverCommand`) as a child process, as an operator would.
 import type { ChildProcess } from 'node:child_process';
 import { afterAll } from 'vitest';
-import { serverCommand, spawnNode } from '../../server/testing/processes.ts';
+import { serverCommand, spawnLaunch } from '../../server/testing/processes.ts';
 
 export { runScript } from '../../server/testing/processes.ts';
 
@@ -16,7 +16,7 @@ export interface ServerProcess {
 export async function startServerProcess(env: Record<string, string>): Promise<ServerProcess> {
   const logs: string[] = [];
   let listening: (line: string) => void = () => undefined;
-  const server = spawnNode(...serverCommand({ NODE_ENV: 'test', LOG_LEVEL: 'info', PORT: '0', ...env }), (line) => {
+  const server = spawnLaunch(serverCommand({ NODE_ENV: 'test', LOG_LEVEL: 'info', PORT: '0', ...env }), (line) => {
     logs.push(line);
     if (line.includes('"msg":"listening"')) listening(line);
   });
