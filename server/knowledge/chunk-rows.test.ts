@@ -7,7 +7,7 @@ import { findOrCreateUser } from '../identity/users.ts';
 import type { Db } from '../store/db.ts';
 import { newId } from '../store/ids.ts';
 import { createPgliteDatabase } from '../testing/database.ts';
-import { vectorLiteral } from './search.ts';
+import { vectorLiteral } from './store.ts';
 import { chunksOutOfLine, rebuildVectorIndexes, rewriteChunkRows, vectorIndexes } from './vector-indexes.ts';
 
 describe('knowledge chunk rows on PGlite', () => {

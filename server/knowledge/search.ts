@@ -4,7 +4,7 @@
 // reciprocal rank fusion of the two lists.
 import type { components } from '../../generated/openapi.gen.ts';
 import type { Queryable, SqlValue } from '../store/db.ts';
-import type { Metadata } from './store.ts';
+import { vectorLiteral, type Metadata } from './store.ts';
 
 export type SearchResult = components['schemas']['KnowledgeSearchResult'];
 
@@ -17,11 +17,6 @@ export interface Scope {
   userId: string;
   collections: string[];
   filter: Metadata | undefined;
-}
-
-/** A pgvector literal. */
-export function vectorLiteral(vector: readonly number[]): string {
-  return `[${vector.join(',')}]`;
 }
 
 function scopeClause(scope: Scope, params: SqlValue[]): string {

@@ -2,7 +2,6 @@
 import type { components } from '../../generated/openapi.gen.ts';
 import type { Queryable, SqlValue } from '../store/db.ts';
 import { one } from '../store/db.ts';
-import { vectorLiteral } from './search.ts';
 
 export type KnowledgeDocument = components['schemas']['KnowledgeDocument'];
 export type KnowledgeCollection = components['schemas']['KnowledgeCollection'];
@@ -38,6 +37,11 @@ export interface DocumentRow {
 /** The columns of a document row, without its (possibly large) text. */
 export const DOCUMENT_COLUMNS =
   'id, user_id, collection, title, source, content_type, bytes, content_sha256, metadata, status, error, chunk_count, embedding_model, api_key_id, created_at, updated_at';
+
+/** A pgvector literal. */
+export function vectorLiteral(vector: readonly number[]): string {
+  return `[${vector.join(',')}]`;
+}
 
 export function toDocument(row: DocumentRow): KnowledgeDocument {
   return {
