@@ -1,9 +1,10 @@
 // Knowledge on PGlite: ingestion throughput through the service (chunking, the local embedder, inserts
-// with the HNSW and GIN indexes in place), search latency per mode at growing corpus sizes, and recall@10
-// of the HNSW index against an exact scan of the same query, and ingestion again into the corpus of each
-// size. It runs on a data directory, as the server does, reopened after each bulk load as a restarted
-// server would open it. Prints a table and writes JSON to bench/results/; asserts nothing. The HNSW
-// settings and PGLITE_SHARED_BUFFERS come from the environment, as the server's do.
+// with the HNSW and GIN indexes in place), what storing a chunk costs PGlite part by part, search latency
+// per mode at growing corpus sizes, and recall@10 of the HNSW index against an exact scan of the same
+// query, and ingestion again into the corpus of each size. It runs on a data directory, as the server
+// does, reopened after each bulk load as a restarted server would open it. Prints a table and writes JSON
+// to bench/results/; asserts nothing. The HNSW settings and PGLITE_SHARED_BUFFERS come from the
+// environment, as the server's do.
 //
 //   npm run bench -- knowledge
 //   npm run bench:knowledge -- --sizes 10000,100000 --queries 200 --documents 100
