@@ -13,8 +13,8 @@ import { Agent, request } from 'node:http';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import path from 'node:path';
 import { percentile, prepareServer, printsUrl, resetPeakRss, rssMb, startChild, startServer, summariseProfile, table, untilQuiet, type CpuProfile, type Proc } from './gateway.ts';
-import type { BenchOptions, BenchSection } from './section.ts';
 import { nodeLaunch } from '../server/testing/processes.ts';
+import type { BenchOptions, BenchSection } from './section.ts';
 
 const STREAMS = Number(process.env.BENCH_STREAMS ?? 512);
 const CHUNKS = 64;

@@ -7,8 +7,8 @@
 import { createRequire } from 'node:module';
 import { cpus, loadavg } from 'node:os';
 import { printsUrl, startChild, table, type Proc } from './gateway.ts';
-import type { BenchOptions, BenchSection } from './section.ts';
 import { nodeLaunch } from '../server/testing/processes.ts';
+import type { BenchOptions, BenchSection } from './section.ts';
 
 type Autocannon = (options: { url: string; method: string; headers: Record<string, string>; body?: string; connections: number; duration: number }) => PromiseLike<{
   requests: { average: number };

@@ -9,7 +9,7 @@ import { promisify } from 'node:util';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
 
-/** A child to start from the repository root: a program, its arguments and the environment it gets besides PATH. */
+/** A child to start from the repository root: a program, its arguments and its environment (this process's PATH unless it names one). */
 export interface Launch {
   program: string;
   args: string[];
@@ -60,11 +60,11 @@ export function spawnLaunch(launch: Launch, onLine: (line: string, from: 'stdout
   };
 }
 
-/** Runs a project script (e.g. scripts/create-key.ts) to completion and answers its stdout. */
 /** Starts `node <args>`, as spawnLaunch does. */
 export const spawnNode = (args: string[], env: Record<string, string>, onLine: (line: string, from: 'stdout' | 'stderr') => void): NodeProcess =>
   spawnLaunch(nodeLaunch(args, env), onLine);
 
+/** Runs a project script (e.g. scripts/create-key.ts) to completion and answers its stdout. */
 export async function runScript(script: string, args: string[], env: Record<string, string>): Promise<string> {
   const child = spawn(process.execPath, [script, ...args], {
     cwd: root,
