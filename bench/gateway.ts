@@ -308,6 +308,15 @@ export function summariseProfile(profile: CpuProfile, requests: number) {
   return { requests, windowMs: (profile.endTime - profile.startTime) / 1000, busyMs: busy / 1000, cpuMicrosPerRequest: busy / requests, areas: top(byArea, byArea.size), functions: top(byFunction, 20), inclusive: top(inclusive, 40) };
 }
 
+/**
+ * What keeping `perSecond` items (events, chunks) flowing leaves one thread per item, against the CPU the
+ * profile measured per item and, of that, the socket writes (`writev`): why a round falls behind its pace.
+ */
+export function threadBudget(profile: ReturnType<typeof summariseProfile>, perSecond: number, item: string): string {
+  const writes = profile.areas.find((area) => area.name === 'writev')?.microsPerRequest ?? 0;
+  return `${Math.round(perSecond)} ${item}s/s leave one thread ${(1e6 / perSecond).toFixed(1)} µs of CPU per ${item}; the server took ${profile.cpuMicrosPerRequest.toFixed(1)}, of which its socket writes (writev) ${writes.toFixed(1)}`;
+}
+
 /** A profile's summary, with the CPU the kernel counted for the process over the same load. */
 type ProfileUnderLoad = ReturnType<typeof summariseProfile> & { processCpuMicrosPerRequest: number; mainThreadCpuMicrosPerRequest: number };
 

@@ -2,7 +2,8 @@
 // stream at once against a server in its own process, on PGlite and on PostgreSQL (a fresh database on
 // BENCH_DATABASE_URL's server, postgres://postgres@127.0.0.1:5432/test by default; skipped when none
 // answers); prints events per second, the delay between a stream's events beyond the model's own pace, the
-// server's memory per open stream, and its RSS 30 s after the last round against where it started.
+// server's memory per open stream, the events per second it delivered against what every stream at once
+// would take, and its RSS 30 s after the last round against where it started.
 //   npm run bench -- runs              (BENCH_RUNS_ENGINES=pglite or postgres for one engine)
 //   npm run bench -- runs --profile    also where the server's CPU goes over the last round, per event
 //   BENCH_SERVER_ENV='{"OVERLOAD_EVENT_LOOP_DELAY_MS":"0"}' npm run bench -- runs   without load shedding
@@ -13,7 +14,7 @@ import path from 'node:path';
 import { postgresReachable, withScratchDatabase } from '../server/testing/database.ts';
 import { unlimitedPlanEnv } from '../server/testing/plans.ts';
 import { runScript, startServerProcess } from '../test/e2e/server-process.ts';
-import { summariseProfile, table, type CpuProfile } from './gateway.ts';
+import { summariseProfile, table, threadBudget, type CpuProfile } from './gateway.ts';
 import type { BenchOptions, BenchResult, BenchSection } from './section.ts';
 
 const WORDS = 40;
@@ -31,6 +32,12 @@ interface Row {
   events: number;
   seconds: number;
   eventsPerSecond: number;
+  /**
+   * The events per second the round would take were every stream open at once and paced by the model
+   * alone: its events over one reply's length at the model's pace. Against eventsPerSecond, how far the
+   * server's one main thread is from serving the round as the target reads it.
+   */
+  eventsPerSecondAllAtOnce: number;
   gapP50: number;
   gapP99: number;
   addedP99: number;
@@ -189,6 +196,7 @@ async function engineRounds(engine: string, extraEnv: Record<string, string>, pr
         events,
         seconds: Number(seconds.toFixed(2)),
         eventsPerSecond: Math.round(events / seconds),
+        eventsPerSecondAllAtOnce: Math.round(events / ((WORDS * TOKEN_DELAY_MS) / 1000)),
         gapP50: Number(percentile(gaps, 50).toFixed(1)),
         gapP99: Number(percentile(gaps, 99).toFixed(1)),
         addedP99: Number(Math.max(0, percentile(gaps, 99) - TOKEN_DELAY_MS).toFixed(1)),
@@ -226,6 +234,13 @@ async function engineRounds(engine: string, extraEnv: Record<string, string>, pr
   };
 }
 
+/** What the last round delivered against what it would take at once, and with a profile what one thread can. */
+function throughputLine(e: Awaited<ReturnType<typeof engineRounds>>): string {
+  const last = e.rows.at(-1)!;
+  const delivered = `${e.engine}: ${last.concurrency} streams delivered ${last.eventsPerSecond} events/s, ${(last.eventsPerSecond / last.eventsPerSecondAllAtOnce).toFixed(2)} of the ${last.eventsPerSecondAllAtOnce} all of them at once at the model's pace would take`;
+  return e.profile ? `${delivered}; ${threadBudget(e.profile, last.eventsPerSecondAllAtOnce, 'event')}` : delivered;
+}
+
 async function run(options: BenchOptions): Promise<BenchResult> {
   const only = process.env.BENCH_RUNS_ENGINES?.split(',');
   const engines: Awaited<ReturnType<typeof engineRounds>>[] = [];
@@ -233,9 +248,9 @@ async function run(options: BenchOptions): Promise<BenchResult> {
   if ((!only || only.includes('postgres')) && (await postgresReachable(postgresUrl))) {
     engines.push(await withScratchDatabase(postgresUrl, `oaa_bench_runs_${process.pid}`, (url) => engineRounds('postgres', { DATABASE_URL: url }, options.profile)));
   }
-  const header = ['engine', 'streams', 'completed', 'streaming at once', 'first delta p50 / p99 ms', 'events', 'seconds', 'events/s', 'gap p50 ms', 'gap p99 ms', 'added p99 ms', 'RSS base MB', 'RSS peak MB', 'KB per stream'];
+  const header = ['engine', 'streams', 'completed', 'streaming at once', 'first delta p50 / p99 ms', 'events', 'seconds', 'events/s', 'events/s all at once', 'gap p50 ms', 'gap p99 ms', 'added p99 ms', 'RSS base MB', 'RSS peak MB', 'KB per stream'];
   const lines = engines.flatMap((e) =>
-    e.rows.map((row) => [e.engine, row.concurrency, row.completed, row.streamingAtOnce, `${row.firstDeltaP50} / ${row.firstDeltaP99}`, row.events, row.seconds, row.eventsPerSecond, row.gapP50, row.gapP99, row.addedP99, row.rssBaseMb, row.rssPeakMb, row.kbPerStream].join(' | ')),
+    e.rows.map((row) => [e.engine, row.concurrency, row.completed, row.streamingAtOnce, `${row.firstDeltaP50} / ${row.firstDeltaP99}`, row.events, row.seconds, row.eventsPerSecond, row.eventsPerSecondAllAtOnce, row.gapP50, row.gapP99, row.addedP99, row.rssBaseMb, row.rssPeakMb, row.kbPerStream].join(' | ')),
   );
   return {
     report: [
@@ -248,6 +263,7 @@ async function run(options: BenchOptions): Promise<BenchResult> {
         ...e.rows.filter((row) => row.completed < row.concurrency).map((row) => `${e.engine}, ${row.concurrency} streams: incomplete by status or last event ${JSON.stringify(row.failures)}`),
         `${e.engine}: RSS ${e.rssStartMb} MB before the rounds, ${e.rssSettledMb} MB ${SETTLE_SECONDS} s after them`,
         ...Object.entries(e.targets).map(([name, t]) => `${e.engine}: target 3 ${name} ${t.target}: ${t.value}, ${t.met ? 'met' : 'NOT met'}`),
+        throughputLine(e),
         ...(e.profile
           ? [
               '',

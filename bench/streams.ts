@@ -12,7 +12,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { Agent, request } from 'node:http';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import path from 'node:path';
-import { percentile, prepareServer, printsUrl, resetPeakRss, rssMb, startChild, startServer, summariseProfile, table, untilQuiet, type CpuProfile, type Proc } from './gateway.ts';
+import { percentile, prepareServer, printsUrl, resetPeakRss, rssMb, startChild, startServer, summariseProfile, table, threadBudget, untilQuiet, type CpuProfile, type Proc } from './gateway.ts';
 import { nodeLaunch } from '../server/testing/processes.ts';
 import type { BenchOptions, BenchSection } from './section.ts';
 
@@ -194,6 +194,7 @@ async function run(options: BenchOptions) {
       report.push(
         '',
         `CPU profile of the server over its round: ${(profile.busyMs / 1000).toFixed(2)} s busy of ${(profile.windowMs / 1000).toFixed(2)} s, ${profile.cpuMicrosPerRequest.toFixed(1)} µs of CPU per content chunk (request set-up included)`,
+        `every stream at the upstream's pace: ${threadBudget(profile, (STREAMS * 1000) / CHUNK_GAP_MS, 'chunk')}`,
         table(['where', 'share', 'µs/chunk'], share(profile.areas.slice(0, 15))),
         '',
         table(['function (self)', 'share', 'µs/chunk'], share(profile.functions)),
