@@ -287,6 +287,28 @@ describe('OpenAI-compatible endpoints', () => {
       // Once a stream has begun, a fallback cannot take over.
       expect(backup.requests).toHaveLength(0);
     });
+
+    it('times a stream out by its silence, not by its length', async () => {
+      const read = async (stream: AsyncIterable<OpenAI.Chat.Completions.ChatCompletionChunk>, into: { text: string }) => {
+        for await (const chunk of stream) into.text += chunk.choices[0]?.delta.content ?? '';
+      };
+      const ask = () => client.chat.completions.create({ model: 'gpt-alone', stream: true, messages: [{ role: 'user', content: 'count' }] });
+      // The provider's timeout is 1 s: six chunks 300 ms apart take longer, but each starts the wait again.
+      primary.enqueue({ text: 'one two three four five six', chunkGapMs: 300 });
+      const talking = { text: '' };
+      await read(await ask(), talking);
+      expect(talking.text).toBe('one two three four five six');
+
+      // One silence longer than the timeout ends the stream with it, and abandons the upstream call. The
+      // stream had begun (the fake sends its role chunk at once, then waits before each word), so the
+      // error comes inside it, with no word before it.
+      primary.enqueue({ text: 'one two three', chunkGapMs: 1_500 });
+      const silent = { text: '' };
+      const error = await failure(read(await ask(), silent));
+      expect(error.message).toBe('The model gpt-alone did not answer in time.');
+      expect(silent.text).toBe('');
+      expect(await primary.requests.at(-1)!.outcome).toBe('aborted');
+    });
   });
 
   describe('legacy completions', () => {

@@ -74,22 +74,18 @@ export function toApiError(error: unknown, model: string): ApiError {
  */
 function deadline(ms: number, outer: AbortSignal | undefined) {
   const controller = new AbortController();
-  let timer: NodeJS.Timeout | undefined;
   const timedOut = { value: false };
-  const arm = () => {
-    clearTimeout(timer);
-    timer = setTimeout(() => {
-      timedOut.value = true;
-      controller.abort(new UpstreamError('timeout', `no answer within ${ms} ms`));
-    }, ms);
-  };
+  const timer = setTimeout(() => {
+    timedOut.value = true;
+    controller.abort(new UpstreamError('timeout', `no answer within ${ms} ms`));
+  }, ms);
   const onAbort = () => controller.abort(outer?.reason);
   outer?.addEventListener('abort', onAbort, { once: true });
   if (outer?.aborted) onAbort();
-  arm();
   return {
     signal: controller.signal,
-    touch: arm,
+    /** Starts the wait again, on the same timer (a stream touches it once an item; a cleared timer stays cleared). */
+    touch: () => void timer.refresh(),
     timedOut,
     cancel() {
       controller.abort(new DOMException('The consumer stopped reading the stream.', 'AbortError'));
