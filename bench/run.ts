@@ -18,6 +18,7 @@ const sections: Entry[] = [
   { name: 'validator', load: async () => (await import('./validator.ts')).section },
   { name: 'startup', load: async () => (await import('./startup.ts')).section },
   { name: 'runs', load: async () => (await import('./runs.ts')).section },
+  { name: 'held', load: async () => (await import('./held.ts')).section },
   { name: 'pglite', load: async () => (await import('./pglite.ts')).section },
   { name: 'limits', script: 'bench/limits.ts' },
   { name: 'knowledge', script: 'bench/knowledge.ts' },

@@ -17,7 +17,7 @@ import { runScript, startServerProcess } from '../test/e2e/server-process.ts';
 import { summariseProfile, table, threadBudget, type CpuProfile } from './gateway.ts';
 import type { BenchOptions, BenchResult, BenchSection } from './section.ts';
 
-const WORDS = 40;
+export const WORDS = 40;
 /** The local model's pause between words: streams stay open long enough to overlap. */
 const TOKEN_DELAY_MS = 20;
 const CONCURRENCY = [100, 1000];
@@ -86,8 +86,18 @@ function percentile(values: number[], p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
 }
 
-/** Opens one chat stream and times the arrival of each of its events. */
-function openStream(url: string, agentId: string, apiKey: string, agent: Agent): Promise<StreamFigures> {
+/** Creates the agent the streams talk to; answers its id. */
+export async function createBenchAgent(url: string, apiKey: string): Promise<string> {
+  const created = await fetch(`${url}/v1/agents`, {
+    method: 'POST',
+    headers: { Authorization: `Bearer ${apiKey}`, 'Content-Type': 'application/json' },
+    body: JSON.stringify({ name: 'Bench', instructions: 'Echo.' }),
+  });
+  return ((await created.json()) as { id: string }).id;
+}
+
+/** Opens one chat stream and times the arrival of each of its events; `onFirstDelta` hears its first text delta. */
+export function openStream(url: string, agentId: string, apiKey: string, agent: Agent, onFirstDelta?: () => void): Promise<StreamFigures> {
   const body = JSON.stringify({ messages: [{ role: 'user', content: Array.from({ length: WORDS }, (_, i) => `word${i}`).join(' ') }] });
   return new Promise((resolve) => {
     const req = request(
@@ -116,6 +126,7 @@ function openStream(url: string, agentId: string, apiKey: string, agent: Agent):
             events += 1;
             if (part.includes('event: RunResponse') && part.includes('"delta"')) {
               if (last !== undefined) gaps.push(now - last);
+              if (first === undefined) onFirstDelta?.();
               first ??= now;
               last = now;
             }
@@ -134,17 +145,17 @@ function openStream(url: string, agentId: string, apiKey: string, agent: Agent):
   });
 }
 
+/** The server's environment for streaming runs: production, on `dataDir` unless extraEnv says otherwise, on an unlimited plan. */
+export function runsServerEnv(dataDir: string, tokenDelayMs: number, extraEnv: Record<string, string>): Record<string, string> {
+  return { NODE_ENV: 'production', LOG_LEVEL: 'info', DATA_DIR: dataDir, LOCAL_MODEL_TOKEN_DELAY_MS: String(tokenDelayMs), ...unlimitedPlanEnv(), ...extraEnv };
+}
+
 /** Both rounds on one engine, and the RSS before them and SETTLE_SECONDS after them. */
 async function engineRounds(engine: string, extraEnv: Record<string, string>, profile: boolean) {
   const dataDir = mkdtempSync(path.join(tmpdir(), 'oaa-bench-runs-'));
   const profileFile = path.join(dataDir, 'server.cpuprofile');
   const env = {
-    NODE_ENV: 'production',
-    LOG_LEVEL: 'info',
-    DATA_DIR: dataDir,
-    LOCAL_MODEL_TOKEN_DELAY_MS: String(TOKEN_DELAY_MS),
-    ...unlimitedPlanEnv(),
-    ...extraEnv,
+    ...runsServerEnv(dataDir, TOKEN_DELAY_MS, extraEnv),
     ...(process.env.BENCH_SERVER_ENV ? (JSON.parse(process.env.BENCH_SERVER_ENV) as Record<string, string>) : {}),
     ...(process.env.BENCH_NODE_OPTIONS ? { NODE_OPTIONS: process.env.BENCH_NODE_OPTIONS } : {}),
   };
@@ -156,12 +167,7 @@ async function engineRounds(engine: string, extraEnv: Record<string, string>, pr
   let rssStartMb: number;
   let rssSettledMb: number;
   try {
-    const created = await fetch(`${server.url}/v1/agents`, {
-      method: 'POST',
-      headers: { Authorization: `Bearer ${apiKey}`, 'Content-Type': 'application/json' },
-      body: JSON.stringify({ name: 'Bench', instructions: 'Echo.' }),
-    });
-    const agentId = ((await created.json()) as { id: string }).id;
+    const agentId = await createBenchAgent(server.url, apiKey);
     const pid = server.child.pid!;
     // Warm-up: one run end to end (the validator compiles an operation's checks at its first request, which
     // blocks the loop long enough for load shedding to refuse what comes right after), then a pause.

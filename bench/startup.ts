@@ -14,6 +14,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { postgresReachable, withScratchDatabase } from '../server/testing/database.ts';
 import { freePort, serverCommand, spawnLaunch, spawnNode, untilHealthy } from '../server/testing/processes.ts';
 import { cpuSeconds, rssMb, table } from './gateway.ts';
+import { breakDown } from './heap-snapshot.ts';
 import type { BenchOptions, BenchSection } from './section.ts';
 
 const RESTARTS = 3;
@@ -61,42 +62,6 @@ interface MemoryReport {
   heapSpaces: { name: string; usedBytes: number }[];
   modules: Record<string, number>;
   snapshot: string;
-}
-
-interface Snapshot {
-  snapshot: { meta: { node_fields: string[]; node_types: [string[], ...unknown[]] } };
-  nodes: number[];
-  strings: string[];
-}
-
-/** Self sizes in a heap snapshot, by node kind and, for objects, by constructor; in MB. */
-function breakDown(file: string) {
-  const snapshot = JSON.parse(readFileSync(file, 'utf8')) as Snapshot;
-  const fields = snapshot.snapshot.meta.node_fields;
-  const kinds = snapshot.snapshot.meta.node_types[0];
-  const width = fields.length;
-  const typeAt = fields.indexOf('type');
-  const nameAt = fields.indexOf('name');
-  const sizeAt = fields.indexOf('self_size');
-  const byKind = new Map<string, number>();
-  const byConstructor = new Map<string, number>();
-  let total = 0;
-  for (let i = 0; i < snapshot.nodes.length; i += width) {
-    const kind = kinds[snapshot.nodes[i + typeAt]!]!;
-    const size = snapshot.nodes[i + sizeAt]!;
-    total += size;
-    byKind.set(kind, (byKind.get(kind) ?? 0) + size);
-    if (kind === 'object' || kind === 'closure' || kind === 'array') {
-      const name = `${kind} ${snapshot.strings[snapshot.nodes[i + nameAt]!]}`;
-      byConstructor.set(name, (byConstructor.get(name) ?? 0) + size);
-    }
-  }
-  const top = (map: Map<string, number>, n: number) =>
-    [...map.entries()]
-      .sort((a, b) => b[1] - a[1])
-      .slice(0, n)
-      .map(([name, bytes]) => ({ name, mb: bytes / 1048576 }));
-  return { totalMb: total / 1048576, byKind: top(byKind, 12), byConstructor: top(byConstructor, 15) };
 }
 
 /** Spawn to exit of bench/pglite-open.ts on the server's data directory, in ms. */
