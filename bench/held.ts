@@ -3,7 +3,7 @@
 // at rest and another once every stream has had its first text delta, and what grew between the two per
 // run, by what each object is and what holds it. On PGlite and on PostgreSQL (a fresh database on
 // BENCH_DATABASE_URL's server, postgres://postgres@127.0.0.1:5432/test by default; skipped when none answers).
-//   npm run bench -- held              (BENCH_RUNS_ENGINES=pglite or postgres for one engine)
+//   npm run bench -- held              (BENCH_RUNS_ENGINES=pglite or postgres for one engine; BENCH_STREAMS=N runs)
 import { mkdtempSync, readFileSync, renameSync, rmSync } from 'node:fs';
 import { Agent } from 'node:http';
 import { tmpdir } from 'node:os';
