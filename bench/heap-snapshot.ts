@@ -86,24 +86,24 @@ function what(nodes: Nodes, node: number): string {
   return `${kind} ${nodes.name(node).slice(0, 40)}`.trim();
 }
 
-export interface Growth {
-  /** What grew: the node's kind and name, and what holds it (its holder's kind and name, and the edge). */
+/** Objects of one kind held the same way: what they are, what holds them (its kind and name, and the edge), how many and their bytes. */
+export interface Group {
   what: string;
   heldBy: string;
-  /** Per item (a run, say): nodes and bytes more in the second snapshot than in the first. */
   count: number;
   bytes: number;
 }
 
-/** Bytes and nodes per (what, held by) in one snapshot. */
-function tally(file: string): Map<string, { what: string; heldBy: string; count: number; bytes: number }> {
+/** The snapshot's nodes in groups, keyed by what they are and what holds them. */
+function tally(file: string): Map<string, Group> {
   const nodes = readNodes(file, true);
-  const groups = new Map<string, { what: string; heldBy: string; count: number; bytes: number }>();
+  const groups = new Map<string, Group>();
   for (let node = 0; node < nodes.count; node++) {
     const holder = nodes.holder[node]!;
     const heldBy = holder < 0 ? '(root)' : `${what(nodes, holder)} .${nodes.via[node]!.slice(0, 40)}`;
-    const key = `${what(nodes, node)}\n${heldBy}`;
-    const group = groups.get(key) ?? { what: what(nodes, node), heldBy, count: 0, bytes: 0 };
+    const kind = what(nodes, node);
+    const key = `${kind}\n${heldBy}`;
+    const group = groups.get(key) ?? { what: kind, heldBy, count: 0, bytes: 0 };
     group.count += 1;
     group.bytes += nodes.size(node);
     groups.set(key, group);
@@ -113,12 +113,13 @@ function tally(file: string): Map<string, { what: string; heldBy: string; count:
 
 /**
  * What `after` holds beyond `before` (snapshots of one process), per item: the total, and the groups that
- * grew most. A snapshot is taken after a full collection, so both count live objects only.
+ * grew most, their count and bytes per item. A snapshot is taken after a full collection, so both count
+ * live objects only.
  */
-export function growthPerItem(before: string, after: string, items: number, rows = 20): { bytes: number; objects: number; groups: Growth[] } {
+export function growthPerItem(before: string, after: string, items: number, rows = 20): { bytes: number; objects: number; groups: Group[] } {
   const base = tally(before);
   const grown = tally(after);
-  const sum = (groups: Iterable<{ count: number; bytes: number }>, field: 'count' | 'bytes') => [...groups].reduce((total, group) => total + group[field], 0);
+  const sum = (groups: Iterable<Group>, field: 'count' | 'bytes') => [...groups].reduce((total, group) => total + group[field], 0);
   const groups = [...grown.entries()].map(([key, group]) => ({
     what: group.what,
     heldBy: group.heldBy,

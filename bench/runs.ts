@@ -126,8 +126,10 @@ export function openStream(url: string, agentId: string, apiKey: string, agent: 
             events += 1;
             if (part.includes('event: RunResponse') && part.includes('"delta"')) {
               if (last !== undefined) gaps.push(now - last);
-              if (first === undefined) onFirstDelta?.();
-              first ??= now;
+              if (first === undefined) {
+                first = now;
+                onFirstDelta?.();
+              }
               last = now;
             }
             if (part.includes('event: RunCompleted')) terminal = true;
