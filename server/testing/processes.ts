@@ -97,19 +97,26 @@ export async function evalModule<T>(code: string, nodeArgs: string[] = [], env: 
 /**
  * Module code for evalModule (with `--expose-gc`) that defines `oldBytesPer(run, warmUp, count)`: after
  * `run(warmUp)` and a full collection, how far `run(count)` grows the old generation per call once two young
- * collections have promoted whatever survived them.
+ * collections have promoted whatever survived them. It measures three such windows and answers the least:
+ * what every call leaves shows in each of them, while a window in which something else in the process
+ * promoted its garbage (a timer's work, a collection V8 began on its own) reads high once. On a loaded CI
+ * machine one window read 17.9 KB a request where the others here read 0.2–1.1 KB.
  */
 export const OLD_GENERATION_PROBE = `
   const { getHeapSpaceStatistics } = await import('node:v8');
   const oldUsed = () => getHeapSpaceStatistics().find((space) => space.space_name === 'old_space').space_used_size;
   const oldBytesPer = async (run, warmUp, count) => {
     await run(warmUp);
-    gc();
-    const before = oldUsed();
-    await run(count);
-    gc({ type: 'minor' });
-    gc({ type: 'minor' });
-    return (oldUsed() - before) / count;
+    let least = Infinity;
+    for (let window = 0; window < 3; window++) {
+      gc();
+      const before = oldUsed();
+      await run(count);
+      gc({ type: 'minor' });
+      gc({ type: 'minor' });
+      least = Math.min(least, (oldUsed() - before) / count);
+    }
+    return least;
   };
 `;
 
